@@ -1,0 +1,38 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Thread ownership is visible in the module split: SpinetEngine is the
+// real-time core (no C, nothing that allocates in render); the C libraries
+// stay behind shim modules (CALSA, CFluidSynth, CSndFile).
+let package = Package(
+    name: "Spinet",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "spinet", targets: ["spinet"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        .systemLibrary(name: "CFluidSynth", pkgConfig: "fluidsynth", providers: [.apt(["libfluidsynth-dev"])]),
+        .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+
+        .target(name: "SpinetMIDI"),
+        .target(name: "SpinetEngine", dependencies: ["SpinetMIDI"]),
+        .target(name: "SpinetSoundFont", dependencies: ["SpinetEngine", "SpinetMIDI", "CFluidSynth"]),
+        .target(name: "SpinetFile", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "CSndFile"]),
+        .executableTarget(name: "spinet", dependencies: [
+            "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetFile",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        // Test support: counts malloc and lock calls made by the thread that asks.
+        .target(name: "CRealtimeProbe", path: "Tests/CRealtimeProbe"),
+        .target(name: "SpinetTestSupport", dependencies: ["SpinetMIDI", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
+        .testTarget(name: "SpinetMIDITests", dependencies: ["SpinetMIDI", "SpinetTestSupport"]),
+        .testTarget(name: "SpinetEngineTests", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetTestSupport"]),
+        .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetEngine", "SpinetMIDI", "SpinetTestSupport"]),
+        .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport"]),
+    ]
+)
