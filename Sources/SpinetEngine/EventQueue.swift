@@ -1,0 +1,153 @@
+import Synchronization
+import SpinetMIDI
+
+/// One event on its way to the render thread: a frame time on the engine's
+/// timeline and either a short message or the length of a SysEx message whose
+/// bytes travel in the queue's byte ring.
+public struct EngineEvent: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        case message(MIDIMessage)
+        /// A complete SysEx message (F0 ... F7) of this many bytes, waiting in the byte ring.
+        case sysEx(length: UInt32)
+    }
+    /// Absolute frame on the engine timeline (frame 0 = first frame after `prepare`).
+    public var frame: Int64
+    public var kind: Kind
+
+    @inlinable public init(frame: Int64, kind: Kind) {
+        self.frame = frame
+        self.kind = kind
+    }
+
+    @inlinable public init(frame: Int64, _ message: MIDIMessage) {
+        self.frame = frame
+        self.kind = .message(message)
+    }
+}
+
+/// A fixed-capacity single-producer single-consumer lock-free queue of
+/// `EngineEvent`s, with a byte ring beside it for SysEx payloads.
+///
+/// One thread pushes (the sequencer thread, the file player, a control
+/// thread: one queue each), the render thread pops. Nothing is allocated
+/// after `init`; a full queue refuses the event and counts it as dropped —
+/// the producer never blocks and never waits for the render thread.
+///
+/// Memory ordering: the producer writes the slot, then publishes the new
+/// tail with release; the consumer reads the tail with acquire before it
+/// reads the slot, and publishes the new head with release so the producer
+/// (acquire) may reuse the slot.
+public final class EventQueue: @unchecked Sendable {
+    public let capacity: Int
+    public let byteCapacity: Int
+    private let mask: Int
+    private let byteMask: Int
+    private let slots: UnsafeMutablePointer<EngineEvent>
+    private let bytes: UnsafeMutablePointer<UInt8>
+    private let head = Atomic<Int>(0)      // next slot to read (consumer owns)
+    private let tail = Atomic<Int>(0)      // next slot to write (producer owns)
+    private let byteHead = Atomic<Int>(0)
+    private let byteTail = Atomic<Int>(0)
+    private let droppedCount = Atomic<Int>(0)
+
+    /// - Parameters:
+    ///   - capacity: events; rounded up to a power of two.
+    ///   - byteCapacity: SysEx bytes in flight; rounded up to a power of two.
+    public init(capacity: Int = 8192, byteCapacity: Int = 1 << 18) {
+        let c = Self.powerOfTwo(atLeast: max(capacity, 2))
+        let b = Self.powerOfTwo(atLeast: max(byteCapacity, 16))
+        self.capacity = c
+        self.byteCapacity = b
+        mask = c - 1
+        byteMask = b - 1
+        slots = .allocate(capacity: c)
+        slots.initialize(repeating: EngineEvent(frame: 0, .systemReset), count: c)
+        bytes = .allocate(capacity: b)
+        bytes.initialize(repeating: 0, count: b)
+    }
+
+    deinit {
+        slots.deallocate()
+        bytes.deallocate()
+    }
+
+    static func powerOfTwo(atLeast n: Int) -> Int {
+        var p = 1
+        while p < n { p <<= 1 }
+        return p
+    }
+
+    /// Events refused because the queue (or its byte ring) was full.
+    public var dropped: Int { droppedCount.load(ordering: .relaxed) }
+
+    /// Events waiting (approximate when read from a third thread).
+    public var count: Int { tail.load(ordering: .acquiring) &- head.load(ordering: .acquiring) }
+
+    // MARK: producer side
+
+    /// Producer thread only. Returns false (and counts a drop) when full.
+    @discardableResult
+    public func push(_ event: EngineEvent) -> Bool {
+        let t = tail.load(ordering: .relaxed)
+        if t &- head.load(ordering: .acquiring) >= capacity {
+            droppedCount.add(1, ordering: .relaxed)
+            return false
+        }
+        (slots + (t & mask)).pointee = event
+        tail.store(t &+ 1, ordering: .releasing)
+        return true
+    }
+
+    /// Producer thread only. Queues a complete SysEx message (F0 ... F7).
+    /// Returns false (and counts a drop) when either ring lacks room.
+    @discardableResult
+    public func pushSysEx(frame: Int64, _ message: UnsafeBufferPointer<UInt8>) -> Bool {
+        let n = message.count
+        let t = tail.load(ordering: .relaxed)
+        let bt = byteTail.load(ordering: .relaxed)
+        if n == 0 || n > byteCapacity
+            || t &- head.load(ordering: .acquiring) >= capacity
+            || bt &- byteHead.load(ordering: .acquiring) + n > byteCapacity {
+            droppedCount.add(1, ordering: .relaxed)
+            return false
+        }
+        for i in 0..<n { bytes[(bt &+ i) & byteMask] = message[i] }
+        byteTail.store(bt &+ n, ordering: .releasing)
+        (slots + (t & mask)).pointee = EngineEvent(frame: frame, kind: .sysEx(length: UInt32(n)))
+        tail.store(t &+ 1, ordering: .releasing)
+        return true
+    }
+
+    /// Producer thread only. Convenience for callers holding an array.
+    @discardableResult
+    public func pushSysEx(frame: Int64, _ message: [UInt8]) -> Bool {
+        message.withUnsafeBufferPointer { pushSysEx(frame: frame, $0) }
+    }
+
+    // MARK: consumer side (render thread)
+
+    /// Render thread only. The next event, without removing it.
+    @inline(__always)
+    public func peek() -> EngineEvent? {
+        let h = head.load(ordering: .relaxed)
+        if h == tail.load(ordering: .acquiring) { return nil }
+        return (slots + (h & mask)).pointee
+    }
+
+    /// Render thread only. Removes the event returned by `peek()`. For a
+    /// SysEx event, its bytes are copied to `sysExDestination` (which must
+    /// hold `length` bytes) or skipped when it is nil.
+    @inline(__always)
+    public func pop(sysExDestination: UnsafeMutablePointer<UInt8>? = nil) {
+        let h = head.load(ordering: .relaxed)
+        if case .sysEx(let length) = (slots + (h & mask)).pointee.kind {
+            let n = Int(length)
+            let bh = byteHead.load(ordering: .relaxed)
+            if let dst = sysExDestination {
+                for i in 0..<n { dst[i] = bytes[(bh &+ i) & byteMask] }
+            }
+            byteHead.store(bh &+ n, ordering: .releasing)
+        }
+        head.store(h &+ 1, ordering: .releasing)
+    }
+}

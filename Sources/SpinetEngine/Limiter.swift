@@ -1,0 +1,132 @@
+import Foundation
+
+/// A stereo-linked look-ahead peak limiter: the last stage before any
+/// integer conversion, and the only place in Spinet that stops overs.
+///
+/// For each input frame it computes the gain that would bring that frame to
+/// the ceiling (`min(1, ceiling / peak)`), holds the minimum of that gain over
+/// the look-ahead window, lets it recover with a smooth release, then
+/// averages it over the window. Because the hold and the average both span
+/// `lookahead + 1` frames and the audio is delayed by `lookahead` frames,
+/// the gain applied to every frame is at most the gain that frame needs:
+/// no sample ever leaves above the ceiling, and the gain moves smoothly
+/// (a ramp over the look-ahead), never in steps.
+///
+/// Below the ceiling the gain is exactly 1.0 and the signal passes
+/// bit-transparently (only delayed).
+public struct Limiter {
+    public private(set) var ceiling: Float
+    public let lookahead: Int
+    private let window: Int
+    private let releaseCoefficient: Double
+    // delay line (stereo), ring of `lookahead` frames
+    private var delayL: UnsafeMutablePointer<Float>
+    private var delayR: UnsafeMutablePointer<Float>
+    private var delayPos = 0
+    // monotonic deque for the running minimum of the required gain
+    private var dequeValue: UnsafeMutablePointer<Double>
+    private var dequeIndex: UnsafeMutablePointer<Int>
+    private var dequeStart = 0
+    private var dequeCount = 0
+    private var frameIndex = 0
+    // release stage and box average
+    private var envelope: Double = 1
+    private var boxRing: UnsafeMutablePointer<Double>
+    private var boxPos = 0
+    private var boxSum: Double
+    private var boxBelowUnity = 0
+    /// Frames whose gain was below 1 (for reporting).
+    public private(set) var limitedFrames = 0
+    /// Smallest gain applied so far.
+    public private(set) var minimumGain: Float = 1
+
+    /// - Parameters:
+    ///   - ceilingDBFS: the level no sample may exceed (default -1 dBFS).
+    ///   - lookaheadSeconds: look-ahead and attack time.
+    ///   - releaseSeconds: time constant of the gain recovery.
+    public init(sampleRate: Double, ceilingDBFS: Double = -1, lookaheadSeconds: Double = 0.0015, releaseSeconds: Double = 0.08) {
+        ceiling = Float(pow(10, ceilingDBFS / 20))
+        lookahead = max(1, Int((sampleRate * lookaheadSeconds).rounded()))
+        window = lookahead + 1
+        releaseCoefficient = exp(-1 / (max(releaseSeconds, 0.001) * sampleRate))
+        delayL = .allocate(capacity: lookahead); delayL.initialize(repeating: 0, count: lookahead)
+        delayR = .allocate(capacity: lookahead); delayR.initialize(repeating: 0, count: lookahead)
+        dequeValue = .allocate(capacity: window); dequeValue.initialize(repeating: 1, count: window)
+        dequeIndex = .allocate(capacity: window); dequeIndex.initialize(repeating: 0, count: window)
+        boxRing = .allocate(capacity: window); boxRing.initialize(repeating: 1, count: window)
+        boxSum = Double(window)
+    }
+
+    /// Frees the buffers. Call once, off the render thread.
+    public mutating func deallocate() {
+        delayL.deallocate(); delayR.deallocate()
+        dequeValue.deallocate(); dequeIndex.deallocate(); boxRing.deallocate()
+    }
+
+    /// Render thread. Limits `frames` frames in place (output is delayed by `lookahead`).
+    public mutating func process(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
+        let ceilingD = Double(ceiling)
+        for i in 0..<frames {
+            var l = left[i], r = right[i]
+            // A NaN or infinity must never reach the output or the gain computer.
+            if !l.isFinite { l = 0 }
+            if !r.isFinite { r = 0 }
+            let peak = Double(max(abs(l), abs(r)))
+            let required = peak > ceilingD ? ceilingD / peak : 1
+
+            // running minimum over the last `window` frames
+            while dequeCount > 0 && dequeValue[(dequeStart + dequeCount - 1) % window] >= required {
+                dequeCount -= 1
+            }
+            let slot = (dequeStart + dequeCount) % window
+            dequeValue[slot] = required
+            dequeIndex[slot] = frameIndex
+            dequeCount += 1
+            if dequeIndex[dequeStart] <= frameIndex - window {
+                dequeStart = (dequeStart + 1) % window
+                dequeCount -= 1
+            }
+            let held = dequeValue[dequeStart]
+            frameIndex &+= 1
+
+            // instant attack to the held value, smooth release above it
+            if held < envelope {
+                envelope = held
+            } else if envelope < 1 {
+                envelope = held - (held - envelope) * releaseCoefficient
+                if envelope > 0.999_999 && held == 1 { envelope = 1 }
+            }
+
+            // box average over the window
+            let leaving = boxRing[boxPos]
+            if leaving < 1 { boxBelowUnity -= 1 }
+            if envelope < 1 { boxBelowUnity += 1 }
+            boxRing[boxPos] = envelope
+            boxPos = boxPos + 1 == window ? 0 : boxPos + 1
+            let gain: Float
+            if boxBelowUnity == 0 {
+                boxSum = Double(window)      // exact again: no drift from earlier sums
+                gain = 1
+            } else {
+                boxSum += envelope - leaving
+                gain = Float(min(1, boxSum / Double(window)))
+            }
+
+            // delayed output
+            var outL = delayL[delayPos] * gain
+            var outR = delayR[delayPos] * gain
+            delayL[delayPos] = l
+            delayR[delayPos] = r
+            delayPos = delayPos + 1 == lookahead ? 0 : delayPos + 1
+            if gain < 1 {
+                limitedFrames &+= 1
+                if gain < minimumGain { minimumGain = gain }
+            }
+            // Float rounding of the product may exceed the ceiling by an ulp.
+            if outL > ceiling { outL = ceiling } else if outL < -ceiling { outL = -ceiling }
+            if outR > ceiling { outR = ceiling } else if outR < -ceiling { outR = -ceiling }
+            left[i] = outL
+            right[i] = outR
+        }
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import Testing
+import SpinetEngine
+import SpinetMIDI
+
+@Suite("Engine: sample-exact event delivery")
+struct EngineTimingTests {
+    /// Every note-on's impulse appears at exactly its event frame plus the
+    /// engine's fixed latency, whatever the block sizes (0, odd, larger than
+    /// maxFrames) the driver uses.
+    @Test(arguments: [[256], [1, 7, 0, 300, 64, 1000, 13], [4096], [0, 3]])
+    func onsetsLandOnTheExactFrame(blockSizes: [Int]) {
+        let engine = Engine()
+        let unit = ImpulseUnit()
+        engine.routeAll(to: engine.add(unit))
+        let queue = engine.addInput()
+        engine.prepare(sampleRate: 48000, maxFrames: 512)
+        var rng = SplitMix(seed: 42)
+        var frames: [Int64] = []
+        var f: Int64 = 5
+        for _ in 0..<200 {
+            f += Int64(rng.next() % 200) + 1
+            frames.append(f)
+        }
+        for (i, frame) in frames.enumerated() {
+            #expect(queue.push(EngineEvent(frame: frame, .noteOn(channel: UInt8(i % 16), key: 60, velocity: 100))))
+        }
+        let total = Int(frames.last! + 1000)
+        let out = renderEngine(engine, frames: total, blockSizes: blockSizes)
+        let latency = engine.latencyFrames
+        let found = out.left.indices.filter { out.left[$0] != 0 }
+        #expect(found == frames.map { Int($0) + latency })
+        #expect(engine.statistics.lateEvents == 0)
+        #expect(engine.frameTime == Int64(total))
+    }
+
+    @Test func eventsInThePastAreAppliedAtOnceAndCountedLate() {
+        let engine = Engine()
+        let unit = ImpulseUnit()
+        engine.routeAll(to: engine.add(unit))
+        let queue = engine.addInput()
+        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        _ = renderEngine(engine, frames: 1000, blockSizes: [256])
+        queue.push(EngineEvent(frame: 10, .noteOn(channel: 0, key: 60, velocity: 127)))
+        let out = renderEngine(engine, frames: 256, blockSizes: [256])
+        let latency = engine.latencyFrames
+        #expect(out.left.firstIndex { $0 != 0 } == latency)
+        #expect(engine.statistics.lateEvents == 1)
+    }
+
+    @Test func simultaneousEventsKeepTheirQueueOrder() {
+        let engine = Engine()
+        let unit = ImpulseUnit()
+        engine.routeAll(to: engine.add(unit))
+        let queue = engine.addInput()
+        engine.prepare(sampleRate: 44100, maxFrames: 128)
+        let sent: [MIDIMessage] = [.noteOff(channel: 0, key: 60, velocity: 0), .programChange(channel: 0, program: 5),
+                                   .noteOn(channel: 0, key: 62, velocity: 90), .controlChange(channel: 0, controller: 7, value: 3)]
+        for m in sent { queue.push(EngineEvent(frame: 100, m)) }
+        _ = renderEngine(engine, frames: 300, blockSizes: [128])
+        #expect(unit.messages == sent)
+    }
+
+    @Test func channelsReachOnlyTheUnitTheyAreRoutedTo() {
+        var config = Engine.Configuration()
+        config.ports = 2
+        let engine = Engine(configuration: config)
+        let a = ImpulseUnit(), b = ImpulseUnit()
+        let ia = engine.add(a), ib = engine.add(b)
+        engine.routeAll(to: ia)
+        engine.route(channel: 3, to: ib)
+        engine.route(channel: 20, to: ib)      // port 2, channel 5
+        engine.route(channel: 21, to: nil)
+        let queue = engine.addInput()
+        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        for ch in [0, 3, 20, 21, 31] {
+            queue.push(EngineEvent(frame: 10, .noteOn(channel: UInt8(ch), key: 60, velocity: 1)))
+        }
+        queue.push(EngineEvent(frame: 11, .systemReset))
+        _ = renderEngine(engine, frames: 256, blockSizes: [256])
+        #expect(a.messages.compactMap(\.channel) == [0, 31])
+        #expect(b.messages.compactMap(\.channel) == [3, 20])
+        #expect(a.messages.last == .systemReset && b.messages.last == .systemReset)
+    }
+
+    @Test func aFloodLargerThanASliceIsDeliveredCompletelyAndInOrder() {
+        var config = Engine.Configuration()
+        config.maxEventsPerSlice = 64
+        let engine = Engine(configuration: config)
+        let unit = ImpulseUnit(capacity: 20000)
+        engine.routeAll(to: engine.add(unit))
+        let queue = engine.addInput(capacity: 32768)
+        engine.prepare(sampleRate: 48000, maxFrames: 1024)
+        for i in 0..<10000 {
+            queue.push(EngineEvent(frame: Int64(i / 100), .controlChange(channel: 0, controller: 1, value: UInt8(i % 128))))
+        }
+        _ = renderEngine(engine, frames: 2048, blockSizes: [1024])
+        #expect(unit.receivedCount == 10000)
+        let values = unit.messages.map { m -> Int in
+            if case .controlChange(_, _, let v) = m { return Int(v) } else { return -1 }
+        }
+        #expect(values == (0..<10000).map { $0 % 128 })
+        #expect(engine.statistics.droppedEvents == 0)
+    }
+
+    @Test func aFullQueueRefusesAndCountsDrops() {
+        let engine = Engine()
+        engine.routeAll(to: engine.add(ImpulseUnit()))
+        let queue = engine.addInput(capacity: 16)
+        engine.prepare(sampleRate: 48000, maxFrames: 64)
+        var accepted = 0
+        for i in 0..<40 where queue.push(EngineEvent(frame: Int64(i), .noteOn(channel: 0, key: 1, velocity: 1))) {
+            accepted += 1
+        }
+        #expect(accepted == 16)
+        #expect(engine.statistics.droppedEvents == 24)
+    }
+}
+
+@Suite("Engine: SysEx, gain and fades")
+struct EngineGainTests {
+    @Test func sysExArrivesWholeAtEveryUnit() {
+        let engine = Engine()
+        let a = ImpulseUnit(), b = ImpulseUnit()
+        engine.route(channel: 0, to: engine.add(a))
+        engine.route(channel: 1, to: engine.add(b))
+        let queue = engine.addInput()
+        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        var message: [UInt8] = [0xF0, 0x43]
+        message += (0..<1000).map { UInt8($0 % 128) }
+        message.append(0xF7)
+        #expect(queue.pushSysEx(frame: 3, message))
+        _ = renderEngine(engine, frames: 256, blockSizes: [256])
+        for u in [a, b] {
+            #expect(u.sysExBytesReceived == message.count)
+            #expect(u.lastSysExFirstByte == 0xF0 && u.lastSysExLastByte == 0xF7)
+        }
+    }
+
+    @Test func masterVolumeSysExSetsTheLevelSmoothlyFromItsFrame() {
+        let engine = Engine()
+        engine.routeAll(to: engine.add(ConstantUnit(level: 0.5)))
+        let queue = engine.addInput()
+        engine.prepare(sampleRate: 48000, maxFrames: 512)
+        // 8192/16383 -> about 0.5 of full scale, squared -> 0.25
+        queue.pushSysEx(frame: 4800, [0xF0, 0x7F, 0x7F, 0x04, 0x01, 0x00, 0x40, 0xF7])
+        let out = renderEngine(engine, frames: 48000, blockSizes: [512])
+        let lat = engine.latencyFrames
+        #expect(out.left[4800 + lat - 1] == 0.5)          // untouched before its frame
+        #expect(out.left[4800 + lat + 1] < 0.5)            // moving from its frame on
+        let expected = Float(0.5) * Float(8192.0 / 16383.0) * Float(8192.0 / 16383.0)
+        #expect(abs(out.left[40000] - expected) < 1e-4)
+        var maxStep: Float = 0
+        for i in 1..<out.left.count { maxStep = max(maxStep, abs(out.left[i] - out.left[i - 1])) }
+        #expect(maxStep < 0.01)                             // a ramp, not a step
+    }
+
+    @Test func gainInDecibels() {
+        var config = Engine.Configuration()
+        config.gainDB = -6.0206
+        let engine = Engine(configuration: config)
+        engine.routeAll(to: engine.add(ConstantUnit(level: 0.8)))
+        _ = engine.addInput()
+        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let out = renderEngine(engine, frames: 1024, blockSizes: [256])
+        #expect(abs(out.left[1000] - 0.4) < 1e-4)
+    }
+
+    @Test func fadeOutReachesSilenceWithoutAStep() {
+        let engine = Engine()
+        engine.routeAll(to: engine.add(ConstantUnit(level: 0.5)))
+        _ = engine.addInput()
+        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        _ = renderEngine(engine, frames: 1024, blockSizes: [256])
+        engine.requestFadeOut(frames: 2400)
+        let out = renderEngine(engine, frames: 4800, blockSizes: [256])
+        #expect(engine.isFadedOut)
+        #expect(out.left.suffix(1000).allSatisfy { $0 == 0 })
+        var maxStep: Float = 0
+        for i in 1..<out.left.count { maxStep = max(maxStep, abs(out.left[i] - out.left[i - 1])) }
+        #expect(maxStep <= 0.5 / 2400 * 1.01)
+    }
+
+    @Test func zeroFramesIsANoOp() {
+        let engine = Engine()
+        engine.routeAll(to: engine.add(ConstantUnit(level: 0.5)))
+        let q = engine.addInput()
+        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        q.push(EngineEvent(frame: 0, .noteOn(channel: 0, key: 1, velocity: 1)))
+        var l: Float = 7, r: Float = 7
+        engine.render(frames: 0, left: &l, right: &r)
+        #expect(l == 7 && r == 7)
+        #expect(engine.frameTime == 0)
+        #expect(q.count == 1)
+    }
+}
+
+/// A small deterministic generator for test data.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+import SpinetEngine
+import SpinetMIDI
+
+@Suite("EventQueue")
+struct EventQueueTests {
+    /// One producer thread, one consumer thread, a small ring so both sides
+    /// wrap and meet often: every event and every SysEx byte arrives, in order.
+    @Test func producerAndConsumerThreadsExchangeEverythingInOrder() async {
+        let queue = EventQueue(capacity: 64, byteCapacity: 256)
+        let total = 200_000
+        let producer = Thread {
+            var i = 0
+            while i < total {
+                let ok: Bool
+                if i % 97 == 0 {
+                    let len = 3 + i % 40
+                    var msg = [UInt8](repeating: UInt8(i % 128), count: len)
+                    msg[0] = 0xF0; msg[len - 1] = 0xF7
+                    ok = queue.pushSysEx(frame: Int64(i), msg)
+                } else {
+                    ok = queue.push(EngineEvent(frame: Int64(i), .controlChange(channel: 0, controller: 1, value: UInt8(i % 128))))
+                }
+                if ok { i += 1 } else { sched_yield() }
+            }
+        }
+        producer.start()
+        var expected = 0
+        var errors = 0
+        let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
+        defer { scratch.deallocate() }
+        while expected < total {
+            guard let e = queue.peek() else { sched_yield(); continue }
+            if e.frame != Int64(expected) { errors += 1 }
+            switch e.kind {
+            case .message(let m):
+                if m != .controlChange(channel: 0, controller: 1, value: UInt8(expected % 128)) { errors += 1 }
+                queue.pop()
+            case .sysEx(let length):
+                queue.pop(sysExDestination: scratch)
+                let len = Int(length)
+                if len != 3 + expected % 40 || scratch[0] != 0xF0 || scratch[len - 1] != 0xF7 { errors += 1 }
+                for k in 1..<(len - 1) where scratch[k] != UInt8(expected % 128) { errors += 1 }
+            }
+            expected += 1
+        }
+        #expect(errors == 0)
+        // The producer retried instead of dropping, but each refusal was counted.
+        #expect(queue.count == 0)
+    }
+
+    @Test func aSysExLargerThanTheByteRingIsRefused() {
+        let q = EventQueue(capacity: 8, byteCapacity: 16)
+        #expect(!q.pushSysEx(frame: 0, [UInt8](repeating: 0, count: 17)))
+        #expect(q.dropped == 1)
+        #expect(q.pushSysEx(frame: 0, [0xF0, 1, 2, 0xF7]))
+    }
+}
+
+@Suite("Limiter")
+struct LimiterTests {
+    /// Full-scale square bursts summed from many voices (up to +24 dB over
+    /// full scale): no output sample is ever above the ceiling.
+    @Test func tortureSignalNeverExceedsTheCeiling() {
+        var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
+        defer { limiter.deallocate() }
+        var rng = SplitMix(seed: 7)
+        let n = 48000 * 4
+        var l = [Float](repeating: 0, count: n), r = [Float](repeating: 0, count: n)
+        var i = 0
+        while i < n {
+            let burst = Int(rng.next() % 2000) + 1
+            let voices = Float(rng.next() % 16 + 1)
+            let period = Int(rng.next() % 200) + 2
+            for k in 0..<burst where i + k < n {
+                let s: Float = (k / (period / 2 + 1)) % 2 == 0 ? voices : -voices
+                l[i + k] = s
+                r[i + k] = -s * 0.7
+            }
+            i += burst + Int(rng.next() % 500)
+        }
+        l.withUnsafeMutableBufferPointer { lp in
+            r.withUnsafeMutableBufferPointer { rp in
+                limiter.process(left: lp.baseAddress!, right: rp.baseAddress!, frames: n)
+            }
+        }
+        let ceiling = Float(pow(10, -1.0 / 20))
+        let peak = max(l.map { abs($0) }.max()!, r.map { abs($0) }.max()!)
+        #expect(peak <= ceiling)
+        #expect(peak > ceiling * 0.98)     // it limits, it does not squash
+    }
+
+    /// Below the ceiling the limiter is a pure delay: bit-identical samples.
+    @Test func belowTheCeilingIsBitTransparent() {
+        var limiter = Limiter(sampleRate: 44100, ceilingDBFS: -1)
+        defer { limiter.deallocate() }
+        let n = 44100
+        let input = (0..<n).map { Float(sin(Double($0) * 0.05) * 0.85) }
+        var l = input, r = input
+        l.withUnsafeMutableBufferPointer { lp in
+            r.withUnsafeMutableBufferPointer { rp in
+                limiter.process(left: lp.baseAddress!, right: rp.baseAddress!, frames: n)
+            }
+        }
+        let d = limiter.lookahead
+        #expect(Array(l[d...]) == Array(input[..<(n - d)]))
+        #expect(limiter.limitedFrames == 0)
+    }
+
+    /// After a loud passage the gain recovers fully and exactly.
+    @Test func gainReturnsToExactlyOneAfterAPeak() {
+        var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
+        defer { limiter.deallocate() }
+        var l = [Float](repeating: 0.5, count: 96000)
+        for k in 1000..<1100 { l[k] = 3 }
+        var r = l
+        l.withUnsafeMutableBufferPointer { lp in
+            r.withUnsafeMutableBufferPointer { rp in
+                limiter.process(left: lp.baseAddress!, right: rp.baseAddress!, frames: 96000)
+            }
+        }
+        #expect(l.suffix(1000).allSatisfy { $0 == 0.5 })
+        #expect(l[1000 + limiter.lookahead + 50] <= Float(pow(10, -1.0 / 20)))
+    }
+
+    @Test func nanAndInfinityBecomeSilence() {
+        var limiter = Limiter(sampleRate: 48000)
+        defer { limiter.deallocate() }
+        var l: [Float] = [.nan, .infinity, -.infinity] + [Float](repeating: 0, count: 200)
+        var r = l
+        l.withUnsafeMutableBufferPointer { lp in
+            r.withUnsafeMutableBufferPointer { rp in
+                limiter.process(left: lp.baseAddress!, right: rp.baseAddress!, frames: 203)
+            }
+        }
+        #expect(l.allSatisfy { $0 == 0 } && r.allSatisfy { $0 == 0 })
+    }
+}
