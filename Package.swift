@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "SpinetTestSupport", dependencies: ["SpinetMIDI", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
         .testTarget(name: "SpinetMIDITests", dependencies: ["SpinetMIDI", "SpinetTestSupport"]),
         .testTarget(name: "SpinetEngineTests", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetTestSupport"]),
-        .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetEngine", "SpinetMIDI", "SpinetTestSupport"]),
+        .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetEngine", "SpinetFile", "SpinetMIDI", "SpinetTestSupport"]),
         .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport"]),
     ]
 )

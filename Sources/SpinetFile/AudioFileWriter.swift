@@ -1,0 +1,201 @@
+import CSndFile
+import Foundation
+import Glibc
+
+/// Container formats Spinet writes (through libsndfile).
+public enum AudioFileFormat: String, CaseIterable, Sendable {
+    case wav, flac, ogg, aiff, mp3
+
+    /// The format a file name asks for by its extension, if any.
+    public init?(pathExtension ext: String) {
+        switch ext.lowercased() {
+        case "wav", "wave": self = .wav
+        case "flac": self = .flac
+        case "ogg", "oga": self = .ogg
+        case "aiff", "aif", "aifc": self = .aiff
+        case "mp3": self = .mp3
+        default: return nil
+        }
+    }
+
+    /// Whether the sample format is meaningful for this container.
+    var isLossy: Bool { self == .ogg || self == .mp3 }
+}
+
+/// Sample formats for `--bits`.
+public enum SampleFormat: String, CaseIterable, Sendable {
+    case int16 = "16", int24 = "24", float32 = "32f"
+}
+
+/// An error writing audio; `description` is one line.
+public struct AudioFileError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+}
+
+/// Writes planar Float32 stereo to an audio file through libsndfile.
+///
+/// Integer formats are converted here, not in libsndfile: 16-bit output gets
+/// TPDF dither (triangular, 2 LSB peak-to-peak) from a fixed-seed generator so
+/// that two renders of the same input are byte-identical; 24-bit is rounded.
+/// Input is expected within [-1, 1] (the engine's limiter guarantees it).
+public final class AudioFileWriter {
+    public let format: AudioFileFormat
+    public let sampleFormat: SampleFormat
+    public let sampleRate: Int
+    private var file: OpaquePointer?
+    private var pipe: PipeStream?
+    private var virtualIO = PipeStream.callbacks
+    private let description: String
+    private var interleavedFloat: [Float] = []
+    private var interleavedInt: [Int32] = []
+    private var interleavedShort: [Int16] = []
+    private var ditherState: UInt64 = 0x9E37_79B9_7F4A_7C15
+    public private(set) var framesWritten: Int64 = 0
+    /// True when the reader of a pipe went away (not an error worth reporting).
+    public var readerClosed: Bool { pipe?.brokenPipe ?? false }
+
+    /// Checks a container / sample format / rate combination before any work.
+    public static func validate(format: AudioFileFormat, sampleFormat: SampleFormat, sampleRate: Int) throws(AudioFileError) {
+        var info = SF_INFO()
+        info.samplerate = Int32(sampleRate)
+        info.channels = 2
+        info.format = Self.sfFormat(format, sampleFormat)
+        if sf_format_check(&info) == 0 {
+            switch format {
+            case .flac where sampleFormat == .float32:
+                throw AudioFileError(description: "FLAC cannot store 32-bit float samples; use --bits 16 or --bits 24")
+            case .mp3, .ogg:
+                throw AudioFileError(description: "this libsndfile cannot write \(format.rawValue.uppercased()) at \(sampleRate) Hz; use .wav or .flac")
+            case .wav, .flac, .aiff:
+                throw AudioFileError(description: "\(format.rawValue.uppercased()) cannot store \(sampleFormat.rawValue)-bit samples at \(sampleRate) Hz")
+            }
+        }
+    }
+
+    static func sfFormat(_ format: AudioFileFormat, _ sampleFormat: SampleFormat) -> Int32 {
+        let sub: Int32
+        switch sampleFormat {
+        case .int16: sub = Int32(SF_FORMAT_PCM_16)
+        case .int24: sub = Int32(SF_FORMAT_PCM_24)
+        case .float32: sub = Int32(SF_FORMAT_FLOAT)
+        }
+        switch format {
+        case .wav: return Int32(SF_FORMAT_WAV) | sub
+        case .aiff: return Int32(SF_FORMAT_AIFF) | sub
+        case .flac: return Int32(SF_FORMAT_FLAC) | sub
+        case .ogg: return Int32(SF_FORMAT_OGG) | Int32(SF_FORMAT_VORBIS)
+        case .mp3: return Int32(SF_FORMAT_MPEG) | Int32(SF_FORMAT_MPEG_LAYER_III)
+        }
+    }
+
+    /// Opens `path` for writing, or standard output when `fileDescriptor` is given.
+    public init(path: String, fileDescriptor: Int32? = nil, format: AudioFileFormat, sampleFormat: SampleFormat, sampleRate: Int) throws(AudioFileError) {
+        try Self.validate(format: format, sampleFormat: sampleFormat, sampleRate: sampleRate)
+        self.format = format
+        self.sampleFormat = format.isLossy ? .float32 : sampleFormat
+        self.sampleRate = sampleRate
+        description = fileDescriptor == nil ? path : "standard output"
+        var info = SF_INFO()
+        info.samplerate = Int32(sampleRate)
+        info.channels = 2
+        info.format = Self.sfFormat(format, sampleFormat)
+        if let fd = fileDescriptor, lseek(fd, 0, SEEK_CUR) < 0 {
+            // A pipe: libsndfile cannot seek back to finish the header, so stream it.
+            guard format == .wav else {
+                throw AudioFileError(description: "only WAV can be streamed to a pipe; use --format wav with -o -")
+            }
+            let p = PipeStream(fd: fd)
+            pipe = p
+            file = sf_open_virtual(&virtualIO, Int32(SFM_WRITE), &info, Unmanaged.passUnretained(p).toOpaque())
+        } else if let fd = fileDescriptor {
+            file = sf_open_fd(fd, Int32(SFM_WRITE), &info, 0)
+        } else {
+            file = sf_open(path, Int32(SFM_WRITE), &info)
+        }
+        guard file != nil else {
+            throw AudioFileError(description: "cannot write \(description): \(String(cString: sf_strerror(nil)))")
+        }
+        // Spinet's floats are already within [-1, 1]; keep libsndfile from rescaling.
+        _ = sf_command(file, Int32(SFC_SET_NORM_FLOAT), nil, Int32(SF_TRUE))
+        _ = sf_command(file, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
+        if format == .flac {
+            var level = 0.5
+            _ = sf_command(file, Int32(SFC_SET_COMPRESSION_LEVEL), &level, Int32(MemoryLayout<Double>.size))
+        }
+        if format.isLossy {
+            var quality = 0.4   // about 160 kbit/s stereo for Vorbis
+            _ = sf_command(file, Int32(SFC_SET_VBR_ENCODING_QUALITY), &quality, Int32(MemoryLayout<Double>.size))
+        }
+    }
+
+    deinit {
+        if let file { sf_close(file) }
+    }
+
+    /// Uniform in [0, 1) from a fixed-seed xorshift64* generator.
+    @inline(__always) private func nextUniform() -> Float {
+        ditherState ^= ditherState >> 12
+        ditherState ^= ditherState << 25
+        ditherState ^= ditherState >> 27
+        let r = ditherState &* 0x2545_F491_4F6C_DD1D
+        return Float(r >> 40) * (1.0 / 16_777_216.0)
+    }
+
+    /// Appends `frames` frames.
+    public func write(left: UnsafePointer<Float>, right: UnsafePointer<Float>, frames: Int) throws(AudioFileError) {
+        guard frames > 0, let file else { return }
+        let n = frames * 2
+        let written: Int
+        switch sampleFormat {
+        case .float32:
+            if interleavedFloat.count < n { interleavedFloat = [Float](repeating: 0, count: n) }
+            for i in 0..<frames {
+                interleavedFloat[2 * i] = left[i]
+                interleavedFloat[2 * i + 1] = right[i]
+            }
+            written = Int(interleavedFloat.withUnsafeBufferPointer { sf_writef_float(file, $0.baseAddress, sf_count_t(frames)) })
+        case .int16:
+            if interleavedShort.count < n { interleavedShort = [Int16](repeating: 0, count: n) }
+            for i in 0..<frames {
+                interleavedShort[2 * i] = ditherTo16(left[i])
+                interleavedShort[2 * i + 1] = ditherTo16(right[i])
+            }
+            written = Int(interleavedShort.withUnsafeBufferPointer { sf_writef_short(file, $0.baseAddress, sf_count_t(frames)) })
+        case .int24:
+            if interleavedInt.count < n { interleavedInt = [Int32](repeating: 0, count: n) }
+            for i in 0..<frames {
+                interleavedInt[2 * i] = Self.to24(left[i])
+                interleavedInt[2 * i + 1] = Self.to24(right[i])
+            }
+            written = Int(interleavedInt.withUnsafeBufferPointer { sf_writef_int(file, $0.baseAddress, sf_count_t(frames)) })
+        }
+        if written != frames {
+            let reason = String(cString: sf_strerror(file))
+            let sys = errno != 0 ? String(cString: strerror(errno)) : reason
+            throw AudioFileError(description: "writing \(description) failed: \(sys == "No Error." ? reason : sys)")
+        }
+        framesWritten += Int64(frames)
+    }
+
+    @inline(__always) private func ditherTo16(_ x: Float) -> Int16 {
+        let d = nextUniform() - nextUniform()          // TPDF in (-1, 1) LSB
+        let v = (x * 32767 + d).rounded()
+        return Int16(max(-32768, min(32767, v)))
+    }
+
+    @inline(__always) static func to24(_ x: Float) -> Int32 {
+        let v = (Double(x) * 8_388_607).rounded()
+        // libsndfile takes the top 24 bits of a 32-bit int
+        return Int32(max(-8_388_608, min(8_388_607, v))) << 8
+    }
+
+    /// Finishes the file (headers, encoder flush). Errors here mean the file is incomplete.
+    public func close() throws(AudioFileError) {
+        guard let f = file else { return }
+        file = nil
+        sf_write_sync(f)
+        if sf_close(f) != 0 {
+            throw AudioFileError(description: "finishing \(description) failed: \(String(cString: strerror(errno)))")
+        }
+    }
+}

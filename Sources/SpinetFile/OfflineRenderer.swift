@@ -1,0 +1,155 @@
+import Foundation
+import SpinetEngine
+import SpinetMIDI
+
+/// What an offline render did, for the summary line.
+public struct RenderReport: Sendable {
+    public var sampleRate: Int
+    /// Frames of music (to the last event / End of Track).
+    public var musicFrames: Int64
+    /// Frames written (music plus the decay tail).
+    public var outputFrames: Int64
+    public var peak: Float
+    public var peakVoices: Int
+    public var droppedEvents: Int
+    public var lateEvents: Int
+    /// True when the tail was cut (with a fade) at the cap because sound never decayed.
+    public var tailCapped: Bool
+    public var interrupted: Bool
+    public var peakDBFS: Double { peak > 0 ? 20 * log10(Double(peak)) : -Double.infinity }
+}
+
+/// Drives an `Engine` as fast as possible from a `MIDISchedule`: the offline
+/// twin of the live audio callback, through the same input queue and the
+/// same `render`.
+///
+/// The render ends when the music has ended and the sound has decayed below
+/// `silenceDBFS` for `silenceWindow` seconds; the trailing quiet part is not
+/// written, so nothing is padded. Sound that never decays (a held looping
+/// note) is faded out over `fadeSeconds` once the tail reaches `tailCap`.
+public final class OfflineRenderer {
+    public struct Options: Sendable {
+        public var blockFrames = 1024
+        public var silenceDBFS = -90.0
+        public var silenceWindow = 1.0
+        public var tailCap = 10.0
+        public var fadeSeconds = 0.05
+        public init() {}
+    }
+
+    public let engine: Engine
+    public let queue: EventQueue
+    public let schedule: MIDISchedule
+    public let options: Options
+
+    /// The engine must be prepared with `maxFrames >= options.blockFrames`;
+    /// `queue` must be one of its inputs and no other thread may push to it.
+    public init(engine: Engine, queue: EventQueue, schedule: MIDISchedule, options: Options = Options()) {
+        self.engine = engine
+        self.queue = queue
+        self.schedule = schedule
+        self.options = options
+    }
+
+    /// Renders everything. `sink` receives output in order; `progress` gets
+    /// the fraction of the music done; `shouldStop` is polled once a block.
+    public func run(sink: (UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void,
+                    progress: (Double) -> Void = { _ in },
+                    shouldStop: () -> Bool = { false }) throws -> RenderReport {
+        precondition(engine.maxFrames >= options.blockFrames, "prepare the engine for at least blockFrames")
+        let block = options.blockFrames
+        let rate = Double(schedule.sampleRate)
+        let latency = Int64(engine.latencyFrames)
+        let threshold = Float(pow(10, options.silenceDBFS / 20))
+        let events = schedule.events
+        let musicEnd = max(schedule.endFrame, events.last?.frame ?? 0)
+        let silenceFrames = Int64(options.silenceWindow * rate)
+        let capFrame = musicEnd + Int64(options.tailCap * rate)
+        let fadeFrames = max(1, Int(options.fadeSeconds * rate))
+
+        let left = UnsafeMutablePointer<Float>.allocate(capacity: block)
+        let right = UnsafeMutablePointer<Float>.allocate(capacity: block)
+        // Quiet frames after the music, held back until sound resumes or the render ends.
+        let holdCapacity = Int(silenceFrames) + block
+        let holdL = UnsafeMutablePointer<Float>.allocate(capacity: holdCapacity)
+        let holdR = UnsafeMutablePointer<Float>.allocate(capacity: holdCapacity)
+        defer { left.deallocate(); right.deallocate(); holdL.deallocate(); holdR.deallocate() }
+        var held = 0
+
+        var next = 0
+        var rendered: Int64 = 0          // engine frames
+        var written: Int64 = 0           // output frames handed to sink (output frame = engine frame - latency)
+        var peak: Float = 0
+        var fading = false
+        var tailCapped = false
+        var interrupted = false
+        var lastProgress = -1.0
+
+        while true {
+            if shouldStop() { interrupted = true; break }
+            // Hand the engine this block's events through the same queue the live driver uses.
+            let blockEnd = rendered + Int64(block)
+            while next < events.count && events[next].frame < blockEnd {
+                let e = events[next]
+                let ok: Bool
+                switch e.kind {
+                case .message(let m): ok = queue.push(EngineEvent(frame: e.frame, m))
+                case .sysEx(let i): ok = queue.pushSysEx(frame: e.frame, schedule.sysEx[i])
+                }
+                if !ok { break }
+                next += 1
+            }
+            var n = block
+            if next < events.count && events[next].frame < blockEnd {
+                // queue full: render up to the first event that did not fit, then refill
+                n = max(1, Int(events[next].frame - rendered))
+            }
+            engine.render(frames: n, left: left, right: right)
+            rendered += Int64(n)
+
+            // Drop the limiter's look-ahead from the front so output frame = event frame.
+            let skip = Int(max(0, min(Int64(n), latency - (rendered - Int64(n)))))
+            let m = n - skip
+            if m > 0 {
+                let outStart = written + Int64(held)
+                var lastLoud = -1
+                for i in skip..<n {
+                    let a = max(abs(left[i]), abs(right[i]))
+                    if a > peak { peak = a }
+                    if a > threshold { lastLoud = i - skip }
+                }
+                // Frames before the end of the music are always kept.
+                let keepThrough = max(lastLoud, Int(min(Int64(m), max(0, musicEnd - outStart))) - 1)
+                (holdL + held).update(from: left + skip, count: m)
+                (holdR + held).update(from: right + skip, count: m)
+                held += m
+                if keepThrough >= 0 {
+                    let flush = held - m + keepThrough + 1
+                    try sink(holdL, holdR, flush)
+                    written += Int64(flush)
+                    held -= flush
+                    if held > 0 {
+                        holdL.update(from: holdL + flush, count: held)
+                        holdR.update(from: holdR + flush, count: held)
+                    }
+                }
+            }
+
+            let outFrame = rendered - latency
+            let f = min(1, Double(max(outFrame, 0)) / Double(max(musicEnd, 1)))
+            if f - lastProgress >= 0.001 || f == 1 { progress(f); lastProgress = f }
+
+            let allQueued = next == events.count
+            if allQueued && outFrame >= musicEnd && Int64(held) >= silenceFrames { break }
+            if allQueued && !fading && outFrame + Int64(fadeFrames) + latency >= capFrame {
+                engine.requestFadeOut(frames: fadeFrames)
+                fading = true
+                tailCapped = true
+            }
+        }
+        let stats = engine.statistics
+        return RenderReport(sampleRate: schedule.sampleRate, musicFrames: musicEnd, outputFrames: written,
+                            peak: peak, peakVoices: stats.peakVoices, droppedEvents: stats.droppedEvents,
+                            lateEvents: stats.lateEvents, tailCapped: tailCapped, interrupted: interrupted)
+    }
+}

@@ -1,0 +1,49 @@
+import CFluidSynth
+import Glibc
+import Synchronization
+import SpinetEngine
+
+/// Routes FluidSynth's log through Spinet.
+///
+/// FluidSynth logs from whichever thread calls it. On the render thread a
+/// message is copied into a `RealtimeLog` slot (no printing, no allocation);
+/// on any other thread (SoundFont loading) it is collected so the loader can
+/// name the reason in its error.
+enum FluidLog {
+    static let realtime = RealtimeLog(slots: 64)
+    private static let collected = Mutex<[String]>([])
+    private static let renderThread = Atomic<UInt>(0)
+    private static let installed = Atomic<Bool>(false)
+
+    static func install() {
+        if installed.exchange(true, ordering: .acquiringAndReleasing) { return }
+        let handler: fluid_log_function_t = { level, message, _ in
+            guard let message else { return }
+            if FluidLog.renderThread.load(ordering: .relaxed) == UInt(pthread_self()) {
+                FluidLog.realtime.post(message)
+                return
+            }
+            // Debug and info chatter is not for users.
+            guard level <= Int32(FLUID_WARN.rawValue) else { return }
+            let text = String(cString: message)
+            FluidLog.collected.withLock { $0.append(text) }
+        }
+        for level in [FLUID_PANIC, FLUID_ERR, FLUID_WARN, FLUID_INFO, FLUID_DBG] {
+            fluid_set_log_function(Int32(level.rawValue), handler, nil)
+        }
+    }
+
+    /// Marks the calling thread as the render thread (messages go to the ring).
+    static func markRenderThread() {
+        renderThread.store(UInt(pthread_self()), ordering: .relaxed)
+    }
+
+    /// Removes and returns the messages collected off the render thread.
+    static func takeCollected() -> [String] {
+        collected.withLock { list in
+            let out = list
+            list.removeAll()
+            return out
+        }
+    }
+}

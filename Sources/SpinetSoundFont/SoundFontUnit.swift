@@ -1,0 +1,230 @@
+import CFluidSynth
+import Foundation
+import Glibc
+import SpinetEngine
+import SpinetMIDI
+
+/// A SoundFont could not be used. `description` is one line naming the file
+/// and what to do about it.
+public struct SoundFontError: Error, CustomStringConvertible, Sendable {
+    public var path: String
+    public var reason: String
+    public var description: String { "SoundFont \(path): \(reason)" }
+}
+
+/// Options for the SoundFont player.
+public struct SoundFontOptions: Sendable {
+    /// Voices FluidSynth may sound at once (it steals beyond that).
+    public var polyphony: Int = 256
+    /// FluidSynth's own reverb and chorus (on until Spinet's effects stage replaces them).
+    public var fluidEffects: Bool = true
+    /// FluidSynth's output gain; 0.2 is its own default, so levels match its renders.
+    public var gain: Double = 0.2
+    /// Velocity factor for notes struck while the soft pedal (CC 67) is down.
+    public var softPedalVelocity: Double = 0.7
+    public init() {}
+}
+
+/// Spinet's SoundFont instrument: FluidSynth used as a synthesis library.
+///
+/// Loading happens in `init`, off the render thread. Every `fluid_synth_*`
+/// call after that comes from the render thread only, so FluidSynth's API
+/// mutex is off (`synth.threadsafe-api = 0`); FluidSynth's own audio and MIDI
+/// drivers are not used.
+///
+/// Timing: FluidSynth applies events at the start of its next internal block
+/// of 64 frames. Spinet asks the engine to deliver each event at the 64-frame
+/// boundary nearest its exact frame, so onsets land within 32 frames of the
+/// exact time (early or late), and exactly on time when the event falls on
+/// a boundary.
+public final class SoundFontUnit: InstrumentUnit {
+    public let name = "soundfont"
+    public let fonts: [String]
+    public let sampleRate: Double
+    public let channels: Int
+    private let settings: OpaquePointer
+    private let synth: OpaquePointer
+    private var softPedal: UnsafeMutablePointer<Bool>
+    private let softVelocity: Double
+    private var voices = 0
+
+    /// FluidSynth's block: events take effect on its boundaries.
+    public static let grid: Int64 = 64
+
+    /// Loads `fonts` (later fonts stacked over earlier ones: a preset is looked
+    /// up in the last font first). Not on the render thread.
+    public init(fonts: [String], sampleRate: Double, channels: Int = 16, options: SoundFontOptions = SoundFontOptions()) throws(SoundFontError) {
+        precondition(channels > 0 && channels % 16 == 0)
+        FluidLog.install()
+        for path in fonts { try Self.check(path) }
+        guard let settings = new_fluid_settings() else {
+            throw SoundFontError(path: fonts.first ?? "-", reason: "FluidSynth could not create its settings (out of memory?)")
+        }
+        fluid_settings_setnum(settings, "synth.sample-rate", sampleRate)
+        fluid_settings_setint(settings, "synth.threadsafe-api", 0)
+        fluid_settings_setint(settings, "synth.midi-channels", Int32(channels))
+        fluid_settings_setint(settings, "synth.polyphony", Int32(max(1, min(options.polyphony, 65535))))
+        fluid_settings_setint(settings, "synth.reverb.active", options.fluidEffects ? 1 : 0)
+        fluid_settings_setint(settings, "synth.chorus.active", options.fluidEffects ? 1 : 0)
+        fluid_settings_setint(settings, "synth.dynamic-sample-loading", 0)
+        fluid_settings_setint(settings, "synth.cpu-cores", 1)
+        fluid_settings_setint(settings, "synth.verbose", 0)
+        fluid_settings_setnum(settings, "synth.gain", options.gain)
+        guard let synth = new_fluid_synth(settings) else {
+            delete_fluid_settings(settings)
+            throw SoundFontError(path: fonts.first ?? "-", reason: "FluidSynth could not create a synthesizer: \(FluidLog.takeCollected().last ?? "unknown reason")")
+        }
+        _ = FluidLog.takeCollected()
+        for path in fonts {
+            if fluid_synth_sfload(synth, path, 1) == FLUID_FAILED {
+                let why = FluidLog.takeCollected().last.map { " (\($0))" } ?? ""
+                delete_fluid_synth(synth)
+                delete_fluid_settings(settings)
+                throw SoundFontError(path: path, reason: "could not be loaded\(why): the file is damaged or not a SoundFont 2 file; pass another with --soundfont")
+            }
+        }
+        // Channel 10 of every port plays drums, as in General MIDI.
+        for ch in stride(from: 9, to: channels, by: 16) {
+            fluid_synth_set_channel_type(synth, Int32(ch), Int32(CHANNEL_TYPE_DRUM.rawValue))
+        }
+        fluid_synth_program_reset(synth)
+        self.settings = settings
+        self.synth = synth
+        self.fonts = fonts
+        self.sampleRate = sampleRate
+        self.channels = channels
+        softVelocity = options.softPedalVelocity
+        softPedal = .allocate(capacity: channels)
+        softPedal.initialize(repeating: false, count: channels)
+    }
+
+    deinit {
+        delete_fluid_synth(synth)
+        delete_fluid_settings(settings)
+        softPedal.deallocate()
+    }
+
+    /// Checks a path before any audio work: present, readable, a SoundFont.
+    static func check(_ path: String) throws(SoundFontError) {
+        var st = stat()
+        if stat(path, &st) != 0 {
+            throw SoundFontError(path: path, reason: "\(String(cString: strerror(errno))); pass an existing .sf2/.sf3 file with --soundfont")
+        }
+        if (st.st_mode & S_IFMT) == S_IFDIR {
+            throw SoundFontError(path: path, reason: "is a directory; pass a .sf2/.sf3 file with --soundfont")
+        }
+        if access(path, R_OK) != 0 {
+            throw SoundFontError(path: path, reason: "\(String(cString: strerror(errno))); check the file's permissions")
+        }
+        if st.st_size == 0 {
+            throw SoundFontError(path: path, reason: "the file is empty; pass a .sf2/.sf3 file with --soundfont")
+        }
+        if fluid_is_soundfont(path) == 0 {
+            throw SoundFontError(path: path, reason: "not a SoundFont (no RIFF sfbk header); pass a .sf2/.sf3 file with --soundfont")
+        }
+        if let problem = riffProblem(path: path, fileSize: Int64(st.st_size)) {
+            throw SoundFontError(path: path, reason: "\(problem); the file is damaged, pass another with --soundfont")
+        }
+    }
+
+    /// Walks the top-level RIFF structure (a few small reads): the RIFF size
+    /// and each chunk (INFO, sdta, pdta) must fit in the file. FluidSynth
+    /// would otherwise read a truncated font's missing samples as garbage.
+    static func riffProblem(path: String, fileSize: Int64) -> String? {
+        guard let f = fopen(path, "rb") else { return "cannot open it: \(String(cString: strerror(errno)))" }
+        defer { fclose(f) }
+        func read32(at offset: Int64) -> (tag: UInt32, size: UInt32)? {
+            var buf = [UInt8](repeating: 0, count: 8)
+            guard fseeko(f, Int(offset), SEEK_SET) == 0, fread(&buf, 1, 8, f) == 8 else { return nil }
+            let tag = UInt32(buf[0]) << 24 | UInt32(buf[1]) << 16 | UInt32(buf[2]) << 8 | UInt32(buf[3])
+            let size = UInt32(buf[4]) | UInt32(buf[5]) << 8 | UInt32(buf[6]) << 16 | UInt32(buf[7]) << 24
+            return (tag, size)
+        }
+        guard let riff = read32(at: 0) else { return "the file is too short to be a SoundFont" }
+        // Some fonts in the wild declare a few bytes more than they hold; be lenient there.
+        let declared = 8 + Int64(riff.size)
+        if declared > fileSize + 8 {
+            return "the file is truncated (its header declares \(declared) bytes, the file has \(fileSize))"
+        }
+        let riffEnd = min(declared, fileSize)
+        var offset: Int64 = 12
+        var chunks = 0
+        while offset + 8 <= riffEnd {
+            guard let chunk = read32(at: offset) else { return "unreadable chunk header at byte \(offset)" }
+            let end = offset + 8 + Int64(chunk.size)
+            if end > fileSize {
+                return "the chunk at byte \(offset) declares \(chunk.size) bytes, past the end of the file (truncated?)"
+            }
+            offset = end + Int64(chunk.size & 1)
+            chunks += 1
+        }
+        return chunks >= 3 ? nil : "the file has \(chunks) of the 3 chunks a SoundFont needs (INFO, sdta, pdta)"
+    }
+
+    /// Messages FluidSynth raised on the render thread since the last call.
+    public static func drainRenderThreadMessages() -> [String] { FluidLog.realtime.drain() }
+
+    // MARK: InstrumentUnit
+
+    public func prepare(sampleRate: Double, maxFrames: Int, channels: Int) {
+        precondition(sampleRate == self.sampleRate, "SoundFontUnit was loaded for \(self.sampleRate) Hz")
+        precondition(channels <= self.channels, "SoundFontUnit was loaded for \(self.channels) channels")
+    }
+
+    public func deliveryFrame(forEventAt frame: Int64) -> Int64 {
+        // nearest boundary of FluidSynth's 64-frame grid (ties go late)
+        let g = Self.grid
+        let f = max(frame, 0)
+        return (f + g / 2) / g * g
+    }
+
+    public func receive(_ message: MIDIMessage) {
+        switch message {
+        case .noteOn(let c, let k, let v):
+            if v == 0 {
+                fluid_synth_noteoff(synth, Int32(c), Int32(k))
+            } else {
+                var vel = Int32(v)
+                if softPedal[Int(c)] { vel = max(1, Int32((Double(v) * softVelocity).rounded())) }
+                fluid_synth_noteon(synth, Int32(c), Int32(k), vel)
+            }
+        case .noteOff(let c, let k, _):
+            fluid_synth_noteoff(synth, Int32(c), Int32(k))
+        case .polyPressure(let c, let k, let p):
+            fluid_synth_key_pressure(synth, Int32(c), Int32(k), Int32(p))
+        case .controlChange(let c, let n, let v):
+            if n == MIDIController.soft { softPedal[Int(c)] = v >= 64 }
+            if n == MIDIController.resetAllControllers { softPedal[Int(c)] = false }
+            fluid_synth_cc(synth, Int32(c), Int32(n), Int32(v))
+        case .programChange(let c, let p):
+            fluid_synth_program_change(synth, Int32(c), Int32(p))
+        case .channelPressure(let c, let p):
+            fluid_synth_channel_pressure(synth, Int32(c), Int32(p))
+        case .pitchBend(let c, let v):
+            fluid_synth_pitch_bend(synth, Int32(c), Int32(v))
+        case .systemReset:
+            softPedal.update(repeating: false, count: channels)
+            fluid_synth_system_reset(synth)
+        }
+    }
+
+    public func receiveSysEx(_ message: UnsafeBufferPointer<UInt8>) {
+        // FluidSynth takes the bytes between F0 and F7.
+        guard message.count >= 3, let base = message.baseAddress else { return }
+        base.withMemoryRebound(to: CChar.self, capacity: message.count) { p in
+            _ = fluid_synth_sysex(synth, p + 1, Int32(message.count - 2), nil, nil, nil, 0)
+        }
+        if message.count >= 6 && message[1] == 0x7E && message[3] == 0x09 {
+            softPedal.update(repeating: false, count: channels)   // GM System On/Off
+        }
+    }
+
+    public func render(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
+        guard frames > 0 else { return }
+        FluidLog.markRenderThread()
+        fluid_synth_write_float(synth, Int32(frames), left, 0, 1, right, 0, 1)
+        voices = Int(fluid_synth_get_active_voice_count(synth))
+    }
+
+    public var activeVoices: Int { voices }
+}

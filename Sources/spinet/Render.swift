@@ -1,0 +1,263 @@
+import ArgumentParser
+import Foundation
+import Glibc
+import Synchronization
+import SpinetEngine
+import SpinetFile
+import SpinetMIDI
+import SpinetSoundFont
+
+/// Set by SIGINT/SIGTERM; the render loop polls it.
+let interruptRequested = Atomic<Bool>(false)
+
+struct Render: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Render a MIDI file to an audio file, faster than real time.",
+        discussion: """
+        The output format follows the extension (.wav, .flac, .ogg, .aiff, .mp3) \
+        or --format. `-o -` writes a WAV stream to standard output. The render \
+        ends when the music has ended and its sound has decayed below -90 dBFS \
+        (sound that never decays is faded out 10 s after the music ends).
+        """
+    )
+
+    @Argument(help: "The Standard MIDI File to render (.mid, .midi, .kar, .rmi).")
+    var input: String
+
+    @Option(name: .shortAndLong, help: "Output file, or - for standard output (default: the input's name with .wav).")
+    var output: String?
+
+    @Option(name: .customLong("soundfont"), help: ArgumentHelp("A SoundFont (.sf2/.sf3); repeat to stack fonts, later ones over earlier ones.", valueName: "path"))
+    var soundFonts: [String] = []
+
+    @Option(help: "Sample rate in Hz (22050-192000).")
+    var rate: Int = 48000
+
+    @Option(help: "Sample format: 16 (with TPDF dither), 24 or 32f.")
+    var bits: String = "16"
+
+    @Option(help: "Master gain in dB, before the limiter.")
+    var gain: Double = 0
+
+    @Option(help: "Container format: wav, flac, ogg, aiff or mp3 (default: from the output's extension).")
+    var format: String?
+
+    @Option(help: "The most SoundFont voices sounding at once.")
+    var polyphony: Int = 256
+
+    @Flag(help: "Overwrite an existing output file.")
+    var force = false
+
+    @Flag(name: .shortAndLong, help: "No progress bar and no summary.")
+    var quiet = false
+
+    func run() throws {
+        try reportingFailures(render)
+    }
+
+    private func render() throws {
+        // 1. Everything that can be checked without work, checked first.
+        guard (22050...192000).contains(rate) else {
+            throw Failure("--rate \(rate) is out of range; use 22050 to 192000 Hz")
+        }
+        guard let sampleFormat = SampleFormat(rawValue: bits) else {
+            throw Failure("--bits \(bits) is not supported; use 16, 24 or 32f")
+        }
+        guard (1...65535).contains(polyphony) else {
+            throw Failure("--polyphony \(polyphony) is out of range; use 1 to 65535")
+        }
+        let target = output ?? Self.defaultOutput(for: input)
+        let container: AudioFileFormat
+        if let format {
+            guard let f = AudioFileFormat(rawValue: format.lowercased()) else {
+                throw Failure("--format \(format) is not supported; use wav, flac, ogg, aiff or mp3")
+            }
+            container = f
+        } else if target == "-" {
+            container = .wav
+        } else if let f = AudioFileFormat(pathExtension: URL(fileURLWithPath: target).pathExtension) {
+            container = f
+        } else {
+            throw Failure("cannot tell the audio format of \(target) from its extension; use .wav, .flac, .ogg, .aiff or .mp3, or pass --format")
+        }
+        do {
+            try AudioFileWriter.validate(format: container, sampleFormat: sampleFormat, sampleRate: rate)
+        } catch {
+            throw Failure(error.description)
+        }
+        let out: OutputFile
+        do {
+            out = try OutputFile(target: target, force: force)
+        } catch {
+            throw Failure(error.description)
+        }
+        installInterruptHandlers()
+
+        // 2. The MIDI file.
+        let file: MIDIFile
+        do {
+            file = try MIDIFile(path: input)
+        } catch {
+            throw Failure("\(input): \(error.description)")
+        }
+        let schedule = file.schedule(sampleRate: rate)
+        let allWarnings = file.warnings + schedule.warnings
+        if !quiet {
+            for w in allWarnings.prefix(5) { printError("spinet: warning: \(input): \(w.description)") }
+            if allWarnings.count > 5 { printError("spinet: warning: \(input): \(allWarnings.count - 5) more warnings") }
+        }
+        let hasNotes = schedule.events.contains { if case .message(let m) = $0.kind { return m.isNoteOn } else { return false } }
+        guard hasNotes else {
+            throw Failure("\(input) has no notes to play (\(schedule.events.count) events, none a note-on); nothing rendered")
+        }
+
+        // 3. The SoundFont(s), loaded before any audio work.
+        var fonts = soundFonts
+        if fonts.isEmpty {
+            guard let found = SoundFontLocator.defaultSoundFont() else {
+                throw Failure("no SoundFont found; pass one with --soundfont PATH, or install one (sudo apt-get install fluid-soundfont-gm)")
+            }
+            fonts = [found]
+        }
+        var maxChannel = 0
+        for e in schedule.events {
+            if case .message(let m) = e.kind, let c = m.channel { maxChannel = max(maxChannel, Int(c)) }
+        }
+        let ports = maxChannel / 16 + 1
+        var options = SoundFontOptions()
+        options.polyphony = polyphony
+        let unit: SoundFontUnit
+        do {
+            unit = try SoundFontUnit(fonts: fonts, sampleRate: Double(rate), channels: ports * 16, options: options)
+        } catch {
+            throw Failure(error.description)
+        }
+        if !quiet { printError("SoundFont: \(fonts.joined(separator: ", "))") }
+
+        // 4. The engine, driven offline.
+        var config = Engine.Configuration()
+        config.ports = ports
+        config.gainDB = gain
+        let engine = Engine(configuration: config)
+        engine.routeAll(to: engine.add(unit))
+        let queue = engine.addInput(capacity: 16384)
+        let renderer = OfflineRenderer(engine: engine, queue: queue, schedule: schedule)
+        engine.prepare(sampleRate: Double(rate), maxFrames: renderer.options.blockFrames)
+
+        let writer: AudioFileWriter
+        do {
+            writer = try AudioFileWriter(path: out.writePath, fileDescriptor: out.isStandardOutput ? STDOUT_FILENO : nil,
+                                         format: container, sampleFormat: sampleFormat, sampleRate: rate)
+        } catch {
+            throw Failure(error.description)
+        }
+
+        let progress = ProgressBar(enabled: !quiet && isatty(STDERR_FILENO) == 1, totalSeconds: Double(schedule.endFrame) / Double(rate))
+        let start = DispatchTime.now()
+        let report: RenderReport
+        do {
+            report = try renderer.run(
+                sink: { l, r, n in try writer.write(left: l, right: r, frames: n) },
+                progress: { progress.update($0) },
+                shouldStop: { interruptRequested.load(ordering: .relaxed) })
+        } catch let e as AudioFileError {
+            progress.finish()
+            out.discard()
+            if writer.readerClosed { throw Failure("", status: 0) }   // e.g. `| head -c 100`
+            throw Failure(e.description)
+        }
+        progress.finish()
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+        for line in Set(SoundFontUnit.drainRenderThreadMessages()).sorted() where !quiet {
+            printError("spinet: FluidSynth: \(line)")
+        }
+        if report.interrupted {
+            out.discard()
+            throw Failure("interrupted; no output written", status: 130)
+        }
+        if report.peak == 0 {
+            out.discard()
+            throw Failure("the render of \(input) is silent (no SoundFont preset for its programs, or every volume at 0); no output written")
+        }
+        do {
+            try writer.close()
+            try out.commit()
+        } catch {
+            out.discard()
+            throw Failure(error.description)
+        }
+        if !quiet {
+            printError(Self.summary(report, seconds: seconds, target: target))
+        }
+    }
+
+    static func defaultOutput(for input: String) -> String {
+        let url = URL(fileURLWithPath: input)
+        return url.deletingPathExtension().appendingPathExtension("wav").path
+    }
+
+    static func clock(_ seconds: Double) -> String {
+        let s = max(0, seconds)
+        let m = Int(s / 60)
+        return String(format: "%d:%04.1f", m, s - Double(m * 60))
+    }
+
+    static func summary(_ r: RenderReport, seconds: Double, target: String) -> String {
+        let rate = Double(r.sampleRate)
+        let music = Double(r.musicFrames) / rate
+        let total = Double(r.outputFrames) / rate
+        let speed = seconds > 0 ? total / seconds : 0
+        let tail = max(0, total - music)
+        let peak = r.peak > 0 ? String(format: "%.1f dBFS", r.peakDBFS) : "silent"
+        let capped = r.tailCapped ? " (sound did not decay: faded out)" : ""
+        let dest = target == "-" ? "standard output" : target
+        return String(format: "Rendered %@ of music + %.1f s tail%@ in %.2f s (%.1fx real time); peak %@, %d voices at most, %d events dropped -> %@",
+                      clock(music), tail, capped, seconds, speed, peak, r.peakVoices, r.droppedEvents, dest)
+    }
+}
+
+/// A one-line progress bar on a terminal, redrawn at most ten times a second.
+final class ProgressBar {
+    let enabled: Bool
+    let totalSeconds: Double
+    private var lastDraw: UInt64 = 0
+    private var drawn = false
+
+    init(enabled: Bool, totalSeconds: Double) {
+        self.enabled = enabled
+        self.totalSeconds = totalSeconds
+    }
+
+    func update(_ fraction: Double) {
+        guard enabled else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        if now - lastDraw < 100_000_000 && fraction < 1 { return }
+        lastDraw = now
+        let width = 30
+        let filled = Int(fraction * Double(width))
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        let line = String(format: "\r[%@] %3d%%  %@ / %@", bar, Int(fraction * 100),
+                          Render.clock(fraction * totalSeconds), Render.clock(totalSeconds))
+        FileHandle.standardError.write(Data(line.utf8))
+        drawn = true
+    }
+
+    func finish() {
+        guard enabled, drawn else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+    }
+}
+
+/// SIGINT/SIGTERM ask the render loop to stop (it removes its temporary
+/// file); a second signal removes temporary files and exits at once.
+func installInterruptHandlers() {
+    signal(SIGPIPE, SIG_IGN)
+    let handler: @convention(c) (Int32) -> Void = { _ in
+        if interruptRequested.exchange(true, ordering: .relaxed) {
+            OutputFile.unlinkPendingFromSignalHandler()
+            _exit(130)
+        }
+    }
+    signal(SIGINT, handler)
+    signal(SIGTERM, handler)
+}

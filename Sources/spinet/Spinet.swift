@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import Glibc
+
+@main
+struct Spinet: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "spinet",
+        abstract: "A MIDI-driven software synthesizer for Linux.",
+        version: "0.1.0",
+        subcommands: [Render.self]
+    )
+}
+
+/// Prints one line to standard error.
+func printError(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}
+
+/// A failure the user can act on: printed as one line, exit status 1.
+struct Failure: Error {
+    var message: String
+    var status: Int32 = 1
+    init(_ message: String, status: Int32 = 1) {
+        self.message = message
+        self.status = status
+    }
+}
+
+extension ParsableCommand {
+    /// Runs `body`, turning a `Failure` into its one line and exit status.
+    func reportingFailures(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let f as Failure {
+            if !f.message.isEmpty { printError("spinet: \(f.message)") }
+            throw ExitCode(f.status)
+        }
+    }
+}
