@@ -20,7 +20,13 @@ let package = Package(
 
         .target(name: "SpinetMIDI"),
         .target(name: "SpinetEngine", dependencies: ["SpinetMIDI"]),
-        .target(name: "SpinetSoundFont", dependencies: ["SpinetEngine", "SpinetMIDI", "CFluidSynth"]),
+        // Its GOMP_parallel must be in the executable's dynamic symbol table so
+        // that libfluidsynth binds to it (see gomp_inline.c).
+        .target(name: "CFluidSynthRealtime", linkerSettings: [
+            .linkedLibrary("dl"),
+            .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=GOMP_parallel"]),
+        ]),
+        .target(name: "SpinetSoundFont", dependencies: ["SpinetEngine", "SpinetMIDI", "CFluidSynth", "CFluidSynthRealtime"]),
         .target(name: "SpinetFile", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "CSndFile"]),
         .executableTarget(name: "spinet", dependencies: [
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetFile",
@@ -30,6 +36,7 @@ let package = Package(
         // Test support: counts malloc and lock calls made by the thread that asks.
         .target(name: "CRealtimeProbe", path: "Tests/CRealtimeProbe"),
         .target(name: "SpinetTestSupport", dependencies: ["SpinetMIDI", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
+        .testTarget(name: "SpinetTestSupportTests", dependencies: ["SpinetTestSupport", "CRealtimeProbe"]),
         .testTarget(name: "SpinetMIDITests", dependencies: ["SpinetMIDI", "SpinetTestSupport"]),
         .testTarget(name: "SpinetEngineTests", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetTestSupport"]),
         .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetEngine", "SpinetFile", "SpinetMIDI", "SpinetTestSupport"]),

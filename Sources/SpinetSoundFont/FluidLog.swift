@@ -17,6 +17,10 @@ enum FluidLog {
 
     static func install() {
         if installed.exchange(true, ordering: .acquiringAndReleasing) { return }
+        // Statics are created lazily on first use; create these here, off the
+        // render thread, so FluidSynth's first warning there allocates nothing.
+        _ = realtime.dropped
+        _ = renderThread.load(ordering: .relaxed)
         let handler: fluid_log_function_t = { level, message, _ in
             guard let message else { return }
             if FluidLog.renderThread.load(ordering: .relaxed) == UInt(pthread_self()) {

@@ -1,4 +1,5 @@
 import CFluidSynth
+import CFluidSynthRealtime
 import Foundation
 import Glibc
 import SpinetEngine
@@ -160,6 +161,10 @@ public final class SoundFontUnit: InstrumentUnit {
         }
         return chunks >= 3 ? nil : "the file has \(chunks) of the 3 chunks a SoundFont needs (INFO, sdta, pdta)"
     }
+
+    /// One-thread OpenMP regions FluidSynth opened that Spinet ran inline
+    /// (see CFluidSynthRealtime): nonzero where libfluidsynth uses OpenMP.
+    public static var inlineParallelRegions: Int { Int(spinet_inline_parallel_regions()) }
 
     /// Messages FluidSynth raised on the render thread since the last call.
     public static func drainRenderThreadMessages() -> [String] { FluidLog.realtime.drain() }
