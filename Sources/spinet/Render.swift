@@ -36,7 +36,7 @@ struct Render: ParsableCommand {
     @Option(help: "Sample format: 16 (with TPDF dither), 24 or 32f.")
     var bits: String = "16"
 
-    @Option(help: "Master gain in dB, before the limiter.")
+    @Option(parsing: .unconditional, help: "Master gain in dB, before the limiter (e.g. --gain -6).")
     var gain: Double = 0
 
     @Option(help: "Container format: wav, flac, ogg, aiff or mp3 (default: from the output's extension).")
@@ -252,12 +252,21 @@ final class ProgressBar {
 /// file); a second signal removes temporary files and exits at once.
 func installInterruptHandlers() {
     signal(SIGPIPE, SIG_IGN)
-    let handler: @convention(c) (Int32) -> Void = { _ in
+    var action = sigaction()
+    action.__sigaction_handler.sa_handler = { _ in
         if interruptRequested.exchange(true, ordering: .relaxed) {
             OutputFile.unlinkPendingFromSignalHandler()
             _exit(130)
         }
     }
-    signal(SIGINT, handler)
-    signal(SIGTERM, handler)
+    sigemptyset(&action.sa_mask)
+    sigaction(SIGINT, &action, nil)
+    sigaction(SIGTERM, &action, nil)
+    // A process inherits its parent's blocked-signal mask; a launcher that
+    // blocks SIGINT must not make Ctrl-C (or `kill -INT`) do nothing here.
+    var unblock = sigset_t()
+    sigemptyset(&unblock)
+    sigaddset(&unblock, SIGINT)
+    sigaddset(&unblock, SIGTERM)
+    pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
 }

@@ -1,0 +1,221 @@
+import Foundation
+import Testing
+import SpinetMIDI
+import SpinetTestSupport
+
+let demo = SpinetCommand.repositoryRoot.appendingPathComponent("demo/spinet-demo.mid").path
+let font = SpinetCommand.repositoryRoot.appendingPathComponent("SoundFonts/sf_GMbank.sf2").path
+
+/// A short file: a C major arpeggio on the piano, `seconds` long at 120 bpm.
+func arpeggio(seconds: Int = 2, channel: UInt8 = 0, program: UInt8 = 0) -> [UInt8] {
+    var w = MIDIFileWriter(format: 0, ticksPerQuarter: 480)
+    var events: [(tick: Int64, event: TrackEvent.Kind)] = [(0, .message(.programChange(channel: channel, program: program)))]
+    let keys: [UInt8] = [60, 64, 67, 72]
+    for i in 0..<(seconds * 2) {
+        let t = Int64(i * 480)
+        events.append((t, .message(.noteOn(channel: channel, key: keys[i % 4], velocity: 100))))
+        events.append((t + 400, .message(.noteOff(channel: channel, key: keys[i % 4], velocity: 0))))
+    }
+    w.addTrack(events)
+    return w.bytes()
+}
+
+func write(_ bytes: [UInt8], to dir: URL, _ name: String) throws -> String {
+    let url = dir.appendingPathComponent(name)
+    try Data(bytes).write(to: url)
+    return url.path
+}
+
+/// Files in `dir` (including hidden ones, so leftover temporaries show).
+func listing(_ dir: URL) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).sorted()
+}
+
+/// Hand-made broken Standard MIDI Files, each with its name.
+func brokenFiles() -> [(String, [UInt8])] {
+    let mthd: [UInt8] = Array("MThd".utf8)
+    let mtrk: [UInt8] = Array("MTrk".utf8)
+    let header: [UInt8] = mthd + [0, 0, 0, 6, 0, 0, 0, 1, 0, 96]
+    var files: [(String, [UInt8])] = []
+    files.append(("empty.mid", []))
+    files.append(("truncated-header.mid", mthd + [0, 0, 0, 6, 0, 1]))
+    files.append(("division-zero.mid", mthd + [0, 0, 0, 6, 0, 0, 0, 1, 0, 0] + mtrk + [0, 0, 0, 4, 0, 0xFF, 0x2F, 0]))
+    files.append(("track-past-end.mid", header + mtrk + [0x7F, 0xFF, 0xFF, 0xFF, 0, 0x90, 60, 100]))
+    files.append(("no-running-status.mid", header + mtrk + [0, 0, 0, 8, 0, 60, 100, 0, 0xFF, 0x2F, 0, 0]))
+    files.append(("unterminated-sysex.mid", header + mtrk + [0, 0, 0, 6, 0, 0xF0, 0x40, 1, 2, 3]))
+    files.append(("not-midi.mid", Array("RIFF".utf8) + [4, 0, 0, 0] + Array("WAVE".utf8)))
+    return files
+}
+
+@Suite("spinet render", .serialized)
+struct RenderCommandTests {
+    @Test func rendersTheDemoToAWAVFileAndSaysWhatItDid() throws {
+        let dir = try SpinetCommand.temporaryDirectory("render")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("demo.wav").path
+        let r = try SpinetCommand.run(["render", demo, "-o", out, "--soundfont", font])
+        #expect(r.status == 0, "\(r.stderr)")
+        let wav = try WAVFile(data: Data(contentsOf: URL(fileURLWithPath: out)))
+        #expect(wav.sampleRate == 48000 && wav.channels == 2 && wav.bitsPerSample == 16)
+        let seconds = Double(wav.frames) / 48000
+        // The music lasts 49.85 s to its last event; the tail decays in a few seconds, not a fixed pad.
+        #expect(seconds > 49.8 && seconds < 58, "length \(seconds) s")
+        let peak = wav.samples.map { abs($0) }.max() ?? 0
+        #expect(peak > 0.05 && peak <= 0.892)
+        #expect(r.stderr.contains("SoundFont: \(font)"))
+        let summary = r.stderr.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(summary.contains("real time") && summary.contains("dBFS") && summary.contains("voices") && summary.contains("0 events dropped"), "\(summary)")
+        #expect(listing(dir) == ["demo.wav"])
+    }
+
+    @Test func twoRendersAreByteIdentical() throws {
+        let dir = try SpinetCommand.temporaryDirectory("determinism")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for name in ["a.wav", "b.wav"] {
+            let r = try SpinetCommand.run(["render", demo, "-o", dir.appendingPathComponent(name).path, "--soundfont", font, "--quiet"])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stderr.isEmpty)
+        }
+        let a = try Data(contentsOf: dir.appendingPathComponent("a.wav"))
+        let b = try Data(contentsOf: dir.appendingPathComponent("b.wav"))
+        #expect(a.count > 1_000_000)
+        #expect(a == b)
+    }
+
+    @Test func anExistingOutputIsRefusedBeforeAnyWorkUnlessForced() throws {
+        let dir = try SpinetCommand.temporaryDirectory("force")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try write(arpeggio(), to: dir, "song.mid")
+        let out = dir.appendingPathComponent("song.wav")
+        try Data("keep me".utf8).write(to: out)
+        let r = try SpinetCommand.run(["render", input, "-o", out.path, "--soundfont", font])
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("already exists") && r.stderr.contains("--force"))
+        #expect(try Data(contentsOf: out) == Data("keep me".utf8))
+        let forced = try SpinetCommand.run(["render", input, "-o", out.path, "--soundfont", font, "--force"])
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(try Data(contentsOf: out).prefix(4) == Data("RIFF".utf8))
+        #expect(listing(dir) == ["song.mid", "song.wav"])
+    }
+
+    @Test func theOutputNameDefaultsToTheInputWithWAV() throws {
+        let dir = try SpinetCommand.temporaryDirectory("default-name")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try write(arpeggio(), to: dir, "tune.mid")
+        let r = try SpinetCommand.run(["render", input, "--soundfont", font, "--quiet"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(listing(dir) == ["tune.mid", "tune.wav"])
+    }
+
+    @Test(arguments: [("flac", "fLaC"), ("ogg", "OggS"), ("aiff", "FORM"), ("wav", "RIFF")])
+    func theFormatFollowsTheExtension(ext: String, magic: String) throws {
+        let dir = try SpinetCommand.temporaryDirectory("format")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try write(arpeggio(), to: dir, "song.mid")
+        let out = dir.appendingPathComponent("song.\(ext)")
+        let r = try SpinetCommand.run(["render", input, "-o", out.path, "--soundfont", font, "--quiet"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let data = try Data(contentsOf: out)
+        #expect(data.count > 1000)
+        #expect(data.prefix(4) == Data(magic.utf8))
+    }
+
+    @Test(arguments: [("24", 24, false), ("32f", 32, true), ("16", 16, false)])
+    func bitsSetTheSampleFormat(bits: String, expectedBits: Int, isFloat: Bool) throws {
+        let dir = try SpinetCommand.temporaryDirectory("bits")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try write(arpeggio(), to: dir, "song.mid")
+        let out = dir.appendingPathComponent("song.wav")
+        let r = try SpinetCommand.run(["render", input, "-o", out.path, "--soundfont", font, "--bits", bits, "--rate", "44100", "--quiet"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let wav = try WAVFile(data: Data(contentsOf: out))
+        #expect(wav.bitsPerSample == expectedBits && wav.isFloat == isFloat && wav.sampleRate == 44100)
+        #expect((wav.samples.map { abs($0) }.max() ?? 0) > 0.01)
+    }
+
+    @Test func dashWritesAWAVStreamToStandardOutput() throws {
+        let dir = try SpinetCommand.temporaryDirectory("stdout")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try write(arpeggio(), to: dir, "song.mid")
+        let r = try SpinetCommand.run(["render", input, "-o", "-", "--soundfont", font])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.prefix(4) == Data("RIFF".utf8))
+        let wav = try WAVFile(data: r.stdout)
+        #expect(wav.frames > 48000 * 2 && (wav.samples.map { abs($0) }.max() ?? 0) > 0.01)
+        #expect(listing(dir) == ["song.mid"])
+    }
+
+    @Test func gainChangesTheLevel() throws {
+        let dir = try SpinetCommand.temporaryDirectory("gain")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try write(arpeggio(), to: dir, "song.mid")
+        var peaks: [Float] = []
+        for g in ["0", "-12"] {
+            let out = dir.appendingPathComponent("g\(g).wav")
+            let r = try SpinetCommand.run(["render", input, "-o", out.path, "--soundfont", font, "--gain", g, "--bits", "32f", "--quiet"])
+            #expect(r.status == 0, "\(r.stderr)")
+            peaks.append(try WAVFile(data: Data(contentsOf: out)).samples.map { abs($0) }.max() ?? 0)
+        }
+        let ratio = 20 * log10(Double(peaks[1] / peaks[0]))
+        #expect(abs(ratio + 12) < 0.1, "gain ratio \(ratio) dB")
+    }
+
+    @Test func ctrlCLeavesNoPartialFile() throws {
+        let dir = try SpinetCommand.temporaryDirectory("interrupt")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try write(arpeggio(seconds: 1800), to: dir, "long.mid")
+        let out = dir.appendingPathComponent("long.wav")
+        let r = try SpinetCommand.run(["render", input, "-o", out.path, "--soundfont", font], interruptAfter: 1.0)
+        #expect(r.status == 130, "\(r.stderr)")
+        #expect(r.stderr.contains("interrupted"))
+        #expect(listing(dir) == ["long.mid"])
+    }
+
+    @Test func aMissingSoundFontIsNamed() throws {
+        let dir = try SpinetCommand.temporaryDirectory("nofont")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try write(arpeggio(), to: dir, "song.mid")
+        let r = try SpinetCommand.run(["render", input, "--soundfont", "/nonexistent/font.sf2"])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("/nonexistent/font.sf2") && r.stderr.contains("--soundfont"))
+        #expect(listing(dir) == ["song.mid"])
+    }
+
+    @Test func aFileWithoutNotesIsAnErrorNotSilence() throws {
+        let dir = try SpinetCommand.temporaryDirectory("nonotes")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var w = MIDIFileWriter(format: 1, ticksPerQuarter: 96)
+        w.addTrack([(0, .sysEx([0xF0, 0x7E, 0x7F, 0x09, 0x01, 0xF7])), (96, .message(.controlChange(channel: 0, controller: 7, value: 100)))])
+        let input = try write(w.bytes(), to: dir, "sysex-only.mid")
+        let r = try SpinetCommand.run(["render", input, "--soundfont", font])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("sysex-only.mid") && r.stderr.contains("no notes"))
+        #expect(listing(dir) == ["sysex-only.mid"])
+    }
+
+    /// Hand-made broken files: one line naming the file and the byte, status
+    /// 1, and no output file (or temporary) left behind.
+    @Test(arguments: brokenFiles())
+    func brokenFilesFailCleanly(name: String, bytes: [UInt8]) throws {
+        let dir = try SpinetCommand.temporaryDirectory("broken")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try write(bytes, to: dir, name)
+        let r = try SpinetCommand.run(["render", input, "--soundfont", font])
+        #expect(r.status == 1, "\(name): \(r.stderr)")
+        let lines = r.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(r.stderr)")
+        #expect(r.stderr.contains(name) && r.stderr.contains("byte"), "\(r.stderr)")
+        #expect(listing(dir) == [name])
+    }
+
+    @Test(arguments: [["--rate", "8000"], ["--bits", "12"], ["--format", "xyz"], ["--bits", "32f", "-o", "x.flac"], ["-o", "x.unknown"]])
+    func badOptionsFailBeforeAnyWork(extra: [String]) throws {
+        let dir = try SpinetCommand.temporaryDirectory("options")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try write(arpeggio(), to: dir, "song.mid")
+        let r = try SpinetCommand.run(["render", input, "--soundfont", font] + extra, in: dir)
+        #expect(r.status == 1, "\(extra): \(r.stderr)")
+        #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+        #expect(listing(dir) == ["song.mid"])
+    }
+}
