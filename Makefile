@@ -1,0 +1,31 @@
+# Spinet's two everyday commands:
+#   make demo   installs what is missing, builds (release) and renders the demo piece
+#   make test   installs what is missing and runs the whole test suite
+SWIFT ?= swift
+OUT ?= out
+
+.PHONY: deps demo build release test bench clean
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+demo: release
+	@mkdir -p $(OUT)
+	.build/release/spinet render demo/spinet-demo.mid -o $(OUT)/spinet-demo.wav --force
+	@echo "Wrote $(OUT)/spinet-demo.wav"
+
+test: build
+	$(SWIFT) test
+
+bench: release
+	@scripts/install-deps.sh fluidsynth
+	.build/release/spinet bench
+
+clean:
+	rm -rf .build $(OUT)
