@@ -226,11 +226,14 @@ public final class Engine: @unchecked Sendable {
             gather: while true {
                 var best = -1
                 var bestFrame = Int64.max
-                for (i, q) in inputs.enumerated() {
-                    if let e = q.peek(), e.frame < bestFrame {
+                // Index loops: a for-in over an array allocates in unoptimized builds.
+                var i = 0
+                while i < inputs.count {
+                    if let e = inputs[i].peek(), e.frame < bestFrame {
                         best = i
                         bestFrame = e.frame
                     }
+                    i += 1
                 }
                 if best < 0 || bestFrame >= blockEnd { break gather }
                 let q = inputs[best]
