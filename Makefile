@@ -24,8 +24,8 @@ test: build
 	$(SWIFT) test
 
 bench: release
-	@scripts/install-deps.sh fluidsynth
-	.build/release/spinet bench
+	@scripts/install-deps.sh fluidsynth openttd-openmsx
+	.build/release/spinet bench $(BENCH_FILES)
 
 clean:
 	rm -rf .build $(OUT)

@@ -25,6 +25,10 @@ public final class Engine: @unchecked Sendable {
         public var maxEventsPerSlice: Int = 4096
         /// The longest SysEx message the engine passes on, in bytes.
         public var maxSysExBytes: Int = 65536
+        /// Threads that render units in parallel, for offline rendering only:
+        /// the caller of `render` waits for the workers each slice, which a
+        /// live render thread must never do. 1 renders everything on the caller.
+        public var offlineRenderThreads: Int = 1
         public init() {}
     }
 
@@ -48,6 +52,7 @@ public final class Engine: @unchecked Sendable {
     private var sysExArenaUsed = 0
     private var sysExArenaCapacity: Int
     private var limiter: Limiter?
+    private var workers: UnitWorkers?
     private var gainRamp: UnsafeMutablePointer<Float>
     private var rampFilled = 0
 
@@ -97,6 +102,7 @@ public final class Engine: @unchecked Sendable {
         for p in unitLeft { p.deallocate() }
         for p in unitRight { p.deallocate() }
         limiter?.deallocate()
+        workers?.stop()
     }
 
     // MARK: building the graph (control thread, before prepare)
@@ -155,6 +161,8 @@ public final class Engine: @unchecked Sendable {
         // about 5 ms to settle to a new gain: smooth, yet no audible lag
         gainCoefficient = Float(1 - exp(-1 / (0.005 * sampleRate / 3)))
         limiter = Limiter(sampleRate: sampleRate, ceilingDBFS: configuration.ceilingDBFS)
+        let threads = min(configuration.offlineRenderThreads, units.count)
+        if threads > 1 { workers = UnitWorkers(engine: self, threads: threads, units: units.count) }
         prepared = true
     }
 
@@ -278,35 +286,12 @@ public final class Engine: @unchecked Sendable {
             }
             fillGainRamp(to: Int(sliceEnd - blockStart), target: gainTarget)
 
-            // Each unit renders its own slices between the events routed to it.
-            for u in 0..<unitCount {
-                let unit = units[u]
-                var position = sliceStart
-                let l = unitLeft[u] + Int(sliceStart - blockStart)
-                let r = unitRight[u] + Int(sliceStart - blockStart)
-                for e in 0..<sliceEventCount {
-                    let event = sliceEvents[e]
-                    switch event.kind {
-                    case .message(let m):
-                        if let ch = m.channel, routing[Int(ch) % channelCount] != u { continue }
-                    case .sysEx:
-                        break
-                    }
-                    let at = min(max(unit.deliveryFrame(forEventAt: event.frame), position), sliceEnd)
-                    if at > position {
-                        unit.render(left: l + Int(position - sliceStart), right: r + Int(position - sliceStart), frames: Int(at - position))
-                        position = at
-                    }
-                    switch event.kind {
-                    case .message(let m):
-                        unit.receive(m)
-                    case .sysEx(let off, let len):
-                        unit.receiveSysEx(UnsafeBufferPointer(start: sysExArena + off, count: len))
-                    }
-                }
-                if sliceEnd > position {
-                    unit.render(left: l + Int(position - sliceStart), right: r + Int(position - sliceStart), frames: Int(sliceEnd - position))
-                }
+            // Each unit renders its own slices between the events routed to it
+            // (in parallel across unit groups when offline workers exist).
+            if let pool = workers {
+                pool.run(sliceStart: sliceStart, sliceEnd: sliceEnd, blockStart: blockStart)
+            } else {
+                for u in 0..<unitCount { renderUnit(u, sliceStart: sliceStart, sliceEnd: sliceEnd, blockStart: blockStart) }
             }
             sliceStart = sliceEnd
             if sliceStart >= blockEnd { break }
@@ -346,6 +331,38 @@ public final class Engine: @unchecked Sendable {
         voiceCount.store(voices, ordering: .relaxed)
         if voices > peakVoiceCount.load(ordering: .relaxed) { peakVoiceCount.store(voices, ordering: .relaxed) }
         frameTime = blockEnd
+    }
+
+    /// Renders unit `u` over one slice, delivering the slice's events routed to it.
+    /// Render thread (or an offline worker that owns this unit for the slice).
+    func renderUnit(_ u: Int, sliceStart: Int64, sliceEnd: Int64, blockStart: Int64) {
+        let unit = units[u]
+        var position = sliceStart
+        let l = unitLeft[u] + Int(sliceStart - blockStart)
+        let r = unitRight[u] + Int(sliceStart - blockStart)
+        for e in 0..<sliceEventCount {
+            let event = sliceEvents[e]
+            switch event.kind {
+            case .message(let m):
+                if let ch = m.channel, routing[Int(ch) % channelCount] != u { continue }
+            case .sysEx:
+                break
+            }
+            let at = min(max(unit.deliveryFrame(forEventAt: event.frame), position), sliceEnd)
+            if at > position {
+                unit.render(left: l + Int(position - sliceStart), right: r + Int(position - sliceStart), frames: Int(at - position))
+                position = at
+            }
+            switch event.kind {
+            case .message(let m):
+                unit.receive(m)
+            case .sysEx(let off, let len):
+                unit.receiveSysEx(UnsafeBufferPointer(start: sysExArena + off, count: len))
+            }
+        }
+        if sliceEnd > position {
+            unit.render(left: l + Int(position - sliceStart), right: r + Int(position - sliceStart), frames: Int(sliceEnd - position))
+        }
     }
 
     /// Extends gainRamp up to (not including) `to` with the smoothed master

@@ -42,8 +42,17 @@ struct Render: ParsableCommand {
     @Option(help: "Container format: wav, flac, ogg, aiff or mp3 (default: from the output's extension).")
     var format: String?
 
-    @Option(help: "The most SoundFont voices sounding at once.")
+    @Option(help: "The most SoundFont voices sounding at once (per render thread).")
     var polyphony: Int = 256
+
+    @Option(help: "Render threads (default: one per core, at most \(Render.partitions)). The output is the same for any count.")
+    var threads: Int?
+
+    /// The MIDI channels are always split into this many groups, each with its
+    /// own FluidSynth, whatever the thread count: FluidSynth's output depends
+    /// on which notes share a synth (voice history), so a fixed split keeps
+    /// every render of a file byte-identical on any number of threads.
+    static let partitions = 2
 
     @Flag(help: "Overwrite an existing output file.")
     var force = false
@@ -126,9 +135,15 @@ struct Render: ParsableCommand {
         let ports = maxChannel / 16 + 1
         var options = SoundFontOptions()
         options.polyphony = polyphony
-        let unit: SoundFontUnit
+        let threadCount = threads ?? min(ProcessInfo.processInfo.activeProcessorCount, Self.partitions)
+        guard (1...64).contains(threadCount) else { throw Failure("--threads \(threadCount) is out of range; use 1 to 64") }
+        let groups = ChannelPartition.balance(schedule, channels: ports * 16, parts: Self.partitions)
+        var units: [SoundFontUnit] = []
         do {
-            unit = try SoundFontUnit(fonts: fonts, sampleRate: Double(rate), channels: ports * 16, options: options)
+            // FluidSynth shares one copy of the sample data between its synths.
+            for _ in groups {
+                units.append(try SoundFontUnit(fonts: fonts, sampleRate: Double(rate), channels: ports * 16, options: options))
+            }
         } catch {
             throw Failure(error.description)
         }
@@ -138,8 +153,12 @@ struct Render: ParsableCommand {
         var config = Engine.Configuration()
         config.ports = ports
         config.gainDB = gain
+        config.offlineRenderThreads = min(threadCount, groups.count)
         let engine = Engine(configuration: config)
-        engine.routeAll(to: engine.add(unit))
+        for (unit, channels) in zip(units, groups) {
+            let index = engine.add(unit)
+            for c in channels { engine.route(channel: c, to: index) }
+        }
         let queue = engine.addInput(capacity: 16384)
         let renderer = OfflineRenderer(engine: engine, queue: queue, schedule: schedule)
         engine.prepare(sampleRate: Double(rate), maxFrames: renderer.options.blockFrames)

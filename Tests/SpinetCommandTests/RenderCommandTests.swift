@@ -82,6 +82,20 @@ struct RenderCommandTests {
         #expect(a == b)
     }
 
+    /// Rendering on one thread or two gives the same bytes.
+    @Test func theThreadCountDoesNotChangeTheOutput() throws {
+        let dir = try SpinetCommand.temporaryDirectory("threads")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for t in ["1", "2"] {
+            let r = try SpinetCommand.run(["render", demo, "-o", dir.appendingPathComponent("t\(t).wav").path, "--soundfont", font, "--threads", t, "--quiet"])
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        let a = try Data(contentsOf: dir.appendingPathComponent("t1.wav"))
+        let b = try Data(contentsOf: dir.appendingPathComponent("t2.wav"))
+        #expect(a.count > 1_000_000)
+        #expect(a == b)
+    }
+
     @Test func anExistingOutputIsRefusedBeforeAnyWorkUnlessForced() throws {
         let dir = try SpinetCommand.temporaryDirectory("force")
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -238,3 +238,31 @@ struct SplitMix64 {
         return z ^ (z >> 31)
     }
 }
+
+@Suite("Channel partition")
+struct ChannelPartitionTests {
+    @Test func busyChannelsAreSpreadAndSilentOnesGoToTheFirstGroup() throws {
+        var w = MIDIFileWriter(format: 0, ticksPerQuarter: 96)
+        var events: [(tick: Int64, event: TrackEvent.Kind)] = []
+        // channel 9: 40 notes, channel 0: 30, channel 1: 20, channel 2: 10
+        for (ch, n) in [(9, 40), (0, 30), (1, 20), (2, 10)] {
+            for i in 0..<n {
+                events.append((Int64(i * 10), .message(.noteOn(channel: UInt8(ch), key: 60, velocity: 100))))
+                events.append((Int64(i * 10 + 5), .message(.noteOff(channel: UInt8(ch), key: 60, velocity: 0))))
+            }
+        }
+        w.addTrack(events)
+        let schedule = try MIDIFile(bytes: w.bytes()).schedule(sampleRate: 48000)
+        let groups = ChannelPartition.balance(schedule, channels: 16, parts: 2)
+        // 40 -> A, 30 -> B, 20 -> B (30 < 40), 10 -> A (40 < 50): loads 50 / 50
+        #expect(groups[0].filter { [0, 1, 2, 9].contains($0) } == [2, 9])
+        #expect(groups[1] == [0, 1])
+        #expect(Set(groups[0] + groups[1]) == Set(0..<16))
+        #expect(ChannelPartition.balance(schedule, channels: 16, parts: 2) == groups)
+        // one playing channel: one group holding every channel
+        var solo = MIDIFileWriter(format: 0, ticksPerQuarter: 96)
+        solo.addTrack([(0, .message(.noteOn(channel: 4, key: 60, velocity: 1)))])
+        let one = ChannelPartition.balance(try MIDIFile(bytes: solo.bytes()).schedule(sampleRate: 48000), channels: 16, parts: 2)
+        #expect(one == [Array(0..<16)])
+    }
+}
