@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import SpinetEngine
 import SpinetFile
 import SpinetMIDI
+import SpinetSoundFont
 
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -32,8 +34,96 @@ struct Bench: ParsableCommand {
     @Option(help: "The peer to compare with.")
     var fluidsynth: String = "fluidsynth"
 
+    @Flag(help: "Only the live figures (render-callback time per period, startup), not the file renders.")
+    var realtimeOnly = false
+
+    @Flag(help: "Only the file renders.")
+    var filesOnly = false
+
+    @Option(help: "A large SoundFont for the startup figure.")
+    var largeSoundFont: String = "/usr/share/sounds/sf2/FluidR3_GM.sf2"
+
     func run() throws {
-        try reportingFailures(bench)
+        try reportingFailures {
+            if !realtimeOnly { try bench() }
+            if !filesOnly { try realtimeFigures() }
+        }
+    }
+
+    /// Render-callback time per period with 256 voices sounding, and the time
+    /// from nothing to the first rendered block.
+    private func realtimeFigures() throws {
+        guard let font = soundFont ?? SoundFontLocator.defaultSoundFont() else {
+            throw Failure("no SoundFont found; pass one with --soundfont PATH")
+        }
+        print("\nRender callback, one SoundFont unit, 256 voices sounding, \(rate) Hz (time per period as % of the period):")
+        print("period   p50      p99      max      (over 2000 periods)")
+        for period in [64, 128, 256] {
+            let stats = try Self.callbackTimes(font: font, rate: rate, period: period, voices: 256, periods: 2000)
+            print(String(format: "%5d  %6.1f%%  %6.1f%%  %6.1f%%   voices %d", period, stats.p50, stats.p99, stats.max, stats.voices))
+        }
+        print("\nStartup to the first rendered block (load + prepare + one 128-frame period):")
+        for path in [font, largeSoundFont] where FileManager.default.fileExists(atPath: path) {
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            let unit = try SoundFontUnit(fonts: [path], sampleRate: Double(rate))
+            let engine = Engine()
+            engine.routeAll(to: engine.add(unit))
+            _ = engine.addInput()
+            engine.prepare(sampleRate: Double(rate), maxFrames: 128)
+            var l = [Float](repeating: 0, count: 128), r = l
+            engine.render(frames: 128, left: &l, right: &r)
+            let ms = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
+            let size = ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) / 1_000_000
+            print(String(format: "%8.1f ms  %@ (%d MB)", ms, path, size))
+        }
+    }
+
+    struct CallbackStats { var p50, p99, max: Double; var voices: Int }
+
+    /// Drives the engine like the live callback: one period at a time, notes
+    /// held on every channel, timing each render call.
+    static func callbackTimes(font: String, rate: Int, period: Int, voices: Int, periods: Int) throws -> CallbackStats {
+        var options = SoundFontOptions()
+        options.polyphony = voices * 2
+        let unit = try SoundFontUnit(fonts: [font], sampleRate: Double(rate), options: options)
+        let engine = Engine()
+        engine.routeAll(to: engine.add(unit))
+        let queue = engine.addInput()
+        engine.prepare(sampleRate: Double(rate), maxFrames: period)
+        // sustained programs (strings, organ, pads) so voices stay on
+        let programs: [UInt8] = [48, 49, 19, 16, 89, 90, 52, 50, 48, 0, 19, 49, 89, 16, 52, 91]
+        for ch in 0..<16 where ch != 9 { queue.push(EngineEvent(frame: 0, .programChange(channel: UInt8(ch), program: programs[ch]))) }
+        var l = [Float](repeating: 0, count: period), r = l
+        // Add held notes until `voices` voices sound (stereo samples take two per note).
+        var key = 0
+        var attempts = 0
+        while engine.statistics.activeVoices < voices && attempts < 4 * voices {
+            let n = key / 7
+            let ch = UInt8(n % 15 < 9 ? n % 15 : n % 15 + 1)
+            queue.push(EngineEvent(frame: engine.frameTime, .noteOn(channel: ch, key: UInt8(36 + key % 60), velocity: 90)))
+            engine.render(frames: period, left: &l, right: &r)
+            key += 7
+            attempts += 1
+        }
+        var times: [Double] = []
+        times.reserveCapacity(periods)
+        for _ in 0..<50 { engine.render(frames: period, left: &l, right: &r) }
+        var peakVoices = 0
+        try l.withUnsafeMutableBufferPointer { lp in
+            try r.withUnsafeMutableBufferPointer { rp in
+                for _ in 0..<periods {
+                    let t0 = DispatchTime.now().uptimeNanoseconds
+                    engine.render(frames: period, left: lp.baseAddress!, right: rp.baseAddress!)
+                    times.append(Double(DispatchTime.now().uptimeNanoseconds - t0))
+                    peakVoices = max(peakVoices, engine.statistics.activeVoices)
+                }
+                if times.isEmpty { throw Failure("no periods rendered") }
+            }
+        }
+        let periodNs = Double(period) / Double(rate) * 1e9
+        let sorted = times.sorted()
+        func pct(_ q: Double) -> Double { sorted[min(sorted.count - 1, Int(q * Double(sorted.count)))] / periodNs * 100 }
+        return CallbackStats(p50: pct(0.5), p99: pct(0.99), max: sorted.last! / periodNs * 100, voices: peakVoices)
     }
 
     static let openMSX = "/usr/share/games/openttd/baseset/openmsx"
