@@ -37,8 +37,14 @@ public final class Engine: @unchecked Sendable {
 
     public private(set) var units: [any InstrumentUnit] = []
     private var inputs: [EventQueue] = []
-    /// channel -> unit index (or -1 for none)
+    /// channel -> unit index (or -1 for none): where the channel's events go now
     private var routing: UnsafeMutablePointer<Int>
+    /// channel -> the unit `route` assigned (bank routes switch away from and back to it)
+    private var homeRouting: UnsafeMutablePointer<Int>
+    /// channel -> last Bank Select MSB seen
+    private var bankMSB: UnsafeMutablePointer<UInt8>
+    /// bank MSB -> unit index, for banks that select a unit (-1: none)
+    private var bankRoutes: UnsafeMutablePointer<Int>
 
     // render-thread state, allocated in prepare
     public private(set) var sampleRate: Double = 0
@@ -74,6 +80,8 @@ public final class Engine: @unchecked Sendable {
 
     struct SliceEvent {
         var frame: Int64
+        /// The unit a channel message goes to (fixed when the slice is gathered).
+        var unit: Int = -1
         var kind: Kind
         enum Kind {
             case message(MIDIMessage)
@@ -86,6 +94,12 @@ public final class Engine: @unchecked Sendable {
         let channels = configuration.ports * 16
         routing = .allocate(capacity: channels)
         routing.initialize(repeating: -1, count: channels)
+        homeRouting = .allocate(capacity: channels)
+        homeRouting.initialize(repeating: -1, count: channels)
+        bankMSB = .allocate(capacity: channels)
+        bankMSB.initialize(repeating: 0, count: channels)
+        bankRoutes = .allocate(capacity: 128)
+        bankRoutes.initialize(repeating: -1, count: 128)
         sliceEvents = .allocate(capacity: max(configuration.maxEventsPerSlice, 1))
         sysExArenaCapacity = max(configuration.maxSysExBytes * 4, 1024)
         sysExArena = .allocate(capacity: sysExArenaCapacity)
@@ -96,6 +110,9 @@ public final class Engine: @unchecked Sendable {
 
     deinit {
         routing.deallocate()
+        homeRouting.deallocate()
+        bankMSB.deallocate()
+        bankRoutes.deallocate()
         sliceEvents.deallocate()
         sysExArena.deallocate()
         gainRamp.deallocate()
@@ -119,11 +136,24 @@ public final class Engine: @unchecked Sendable {
     public func route(channel: Int, to unit: Int?) {
         precondition(channel >= 0 && channel < channelCount)
         routing[channel] = unit ?? -1
+        homeRouting[channel] = unit ?? -1
     }
 
     /// Routes every channel to one unit.
     public func routeAll(to unit: Int) {
-        for c in 0..<channelCount { routing[c] = unit }
+        for c in 0..<channelCount { route(channel: c, to: unit) }
+    }
+
+    /// Makes a Bank Select MSB choose a unit: a Program Change on a channel
+    /// whose last bank MSB is `msb` moves the channel to `unit` (from that
+    /// event on); a Program Change with any other bank moves it back to the
+    /// unit `route` gave it. The unit the channel leaves gets All Notes Off on
+    /// that channel, so nothing is left sounding there. This is how a DAW
+    /// switches a channel between the SoundFont player and Spinet's own synth
+    /// without restarting.
+    public func routeBank(msb: UInt8, to unit: Int) {
+        precondition(!prepared, "set bank routes before prepare")
+        bankRoutes[Int(msb & 0x7F)] = unit
     }
 
     /// The unit index a global channel is routed to.
@@ -275,6 +305,11 @@ public final class Engine: @unchecked Sendable {
                 }
             }
 
+            // Bank-routed program changes move channels between units; the
+            // routing is then fixed for the slice, so record each move as a
+            // pair of events: All Notes Off for the old unit, then the change.
+            applyBankRouting()
+
             // Master volume SysEx belongs to the engine; it takes effect at its frame.
             for e in 0..<sliceEventCount {
                 if case .sysEx(let off, let len) = sliceEvents[e].kind,
@@ -333,6 +368,38 @@ public final class Engine: @unchecked Sendable {
         frameTime = blockEnd
     }
 
+    /// Fixes the target unit of each channel message in the slice, applying
+    /// Bank Select + Program Change routes in event order. Render thread.
+    private func applyBankRouting() {
+        var e = 0
+        while e < sliceEventCount {
+            if case .message(let m) = sliceEvents[e].kind, let ch = m.channel {
+                let c = Int(ch) % channelCount
+                if case .controlChange(_, let controller, let value) = m, controller == MIDIController.bankSelectMSB {
+                    bankMSB[c] = value
+                } else if case .programChange = m {
+                    let bankUnit = bankRoutes[Int(bankMSB[c])]
+                    let target = bankUnit >= 0 ? bankUnit : homeRouting[c]
+                    let old = routing[c]
+                    if target != old && target >= 0 {
+                        routing[c] = target
+                        if old >= 0 && sliceEventCount < configuration.maxEventsPerSlice {
+                            // All Notes Off for the unit left behind, just before the change
+                            var k = sliceEventCount - 1
+                            while k >= e { sliceEvents[k + 1] = sliceEvents[k]; k -= 1 }
+                            sliceEvents[e] = SliceEvent(frame: sliceEvents[e].frame, unit: old,
+                                                        kind: .message(.controlChange(channel: ch, controller: MIDIController.allNotesOff, value: 0)))
+                            sliceEventCount += 1
+                            e += 1
+                        }
+                    }
+                }
+                sliceEvents[e].unit = routing[c]
+            }
+            e += 1
+        }
+    }
+
     /// Renders unit `u` over one slice, delivering the slice's events routed to it.
     /// Render thread (or an offline worker that owns this unit for the slice).
     func renderUnit(_ u: Int, sliceStart: Int64, sliceEnd: Int64, blockStart: Int64) {
@@ -344,7 +411,7 @@ public final class Engine: @unchecked Sendable {
             let event = sliceEvents[e]
             switch event.kind {
             case .message(let m):
-                if let ch = m.channel, routing[Int(ch) % channelCount] != u { continue }
+                if m.channel != nil && event.unit != u { continue }
             case .sysEx:
                 break
             }

@@ -207,3 +207,41 @@ struct SplitMix {
         return z ^ (z >> 31)
     }
 }
+
+@Suite("Engine: bank routing")
+struct BankRoutingTests {
+    /// Bank 126 + Program Change moves a channel to the routed unit; another
+    /// bank moves it home. The unit left behind gets All Notes Off.
+    @Test func bankSelectMovesAChannelBetweenUnitsAtItsFrame() {
+        let engine = Engine()
+        let home = ImpulseUnit(), synth = ImpulseUnit()
+        let h = engine.add(home), s = engine.add(synth)
+        engine.routeAll(to: h)
+        engine.routeBank(msb: 126, to: s)
+        let q = engine.addInput()
+        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        q.push(EngineEvent(frame: 10, .noteOn(channel: 2, key: 60, velocity: 100)))          // home
+        q.push(EngineEvent(frame: 20, .controlChange(channel: 2, controller: 0, value: 126)))
+        q.push(EngineEvent(frame: 20, .programChange(channel: 2, program: 3)))               // -> synth
+        q.push(EngineEvent(frame: 30, .noteOn(channel: 2, key: 62, velocity: 100)))          // synth
+        q.push(EngineEvent(frame: 30, .noteOn(channel: 3, key: 64, velocity: 100)))          // channel 3 stays home
+        q.push(EngineEvent(frame: 300, .controlChange(channel: 2, controller: 0, value: 0)))
+        q.push(EngineEvent(frame: 300, .programChange(channel: 2, program: 0)))              // -> home
+        q.push(EngineEvent(frame: 310, .noteOn(channel: 2, key: 65, velocity: 100)))         // home
+        _ = renderEngine(engine, frames: 1024, blockSizes: [256])
+        #expect(home.messages == [
+            .noteOn(channel: 2, key: 60, velocity: 100),
+            .controlChange(channel: 2, controller: 0, value: 126),
+            .controlChange(channel: 2, controller: 123, value: 0),
+            .noteOn(channel: 3, key: 64, velocity: 100),
+            .programChange(channel: 2, program: 0),
+            .noteOn(channel: 2, key: 65, velocity: 100),
+        ])
+        #expect(synth.messages == [
+            .programChange(channel: 2, program: 3),
+            .noteOn(channel: 2, key: 62, velocity: 100),
+            .controlChange(channel: 2, controller: 0, value: 0),
+            .controlChange(channel: 2, controller: 123, value: 0),
+        ])
+    }
+}
