@@ -266,3 +266,25 @@ struct ChannelPartitionTests {
         #expect(one == [Array(0..<16)])
     }
 }
+
+@Suite("--channel")
+struct ChannelAssignmentTests {
+    @Test func parsesEachForm() throws {
+        #expect(try ChannelAssignment(parsing: "1=synth") == ChannelAssignment(channels: [0], instrument: .synth(preset: nil)))
+        #expect(try ChannelAssignment(parsing: "10=synth:bell") == ChannelAssignment(channels: [9], instrument: .synth(preset: "bell")))
+        #expect(try ChannelAssignment(parsing: "16=soundfont") == ChannelAssignment(channels: [15], instrument: .soundFont))
+        #expect(try ChannelAssignment(parsing: "2.3=synth:saw", ports: 2) == ChannelAssignment(channels: [18], instrument: .synth(preset: "saw")))
+        #expect(try ChannelAssignment(parsing: "all=synth:sine", ports: 1).channels == Array(0..<16))
+    }
+
+    @Test(arguments: ["0=synth", "17=synth", "3=piano", "3", "2.1=synth", "x=synth", "1=soundfont:3"])
+    func rejectsWithAOneLineReason(text: String) {
+        do {
+            _ = try ChannelAssignment(parsing: text, ports: 1)
+            Issue.record("\(text) was accepted")
+        } catch {
+            #expect(error.description.hasPrefix("--channel \(text):"))
+            #expect(!error.description.contains("\n"))
+        }
+    }
+}
