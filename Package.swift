@@ -27,9 +27,10 @@ let package = Package(
             .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=GOMP_parallel"]),
         ]),
         .target(name: "SpinetSoundFont", dependencies: ["SpinetEngine", "SpinetMIDI", "CFluidSynth", "CFluidSynthRealtime"]),
+        .target(name: "SpinetSynth", dependencies: ["SpinetEngine", "SpinetMIDI"], exclude: ["PRESETS.md"]),
         .target(name: "SpinetFile", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "CSndFile"]),
         .executableTarget(name: "spinet", dependencies: [
-            "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetFile",
+            "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -40,6 +41,7 @@ let package = Package(
         .testTarget(name: "SpinetMIDITests", dependencies: ["SpinetMIDI", "SpinetTestSupport"]),
         .testTarget(name: "SpinetEngineTests", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetTestSupport"]),
         .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetEngine", "SpinetFile", "SpinetMIDI", "SpinetTestSupport"]),
+        .testTarget(name: "SpinetSynthTests", dependencies: ["SpinetSynth", "SpinetEngine", "SpinetMIDI", "SpinetTestSupport"]),
         .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport"]),
     ]
 )

@@ -1,0 +1,300 @@
+// The voice renderer: one group of voices (one per SIMD lane) at a time.
+//
+// Each render call is cut into control blocks of up to 16 samples, starting
+// afresh at the call's first frame, so events (which fall between calls)
+// are never moved to a grid. At the end of every block the renderer
+// computes the modulation (envelopes, LFO, glide, bends, smoothed
+// controllers) and from it each ramped value's end point; the samples in
+// between ramp linearly: oscillator increments, filter coefficients and the
+// output weights (envelope x gain).
+//
+// The samples of a block go through two loops: the oscillators write their
+// mix to a 16-sample scratch buffer, then the filter and the output stage
+// read it. Two short loops keep their values in registers, and the
+// oscillator loop, free of loop-carried dependencies, runs at full width
+// while the filter's recursion waits on its own chain.
+extension OscillatorSynth {
+    /// Render thread only. Adds `frames` frames of group `gi` into `mix`
+    /// (interleaved left/right lane sums).
+    func renderGroup(_ gi: Int, frames: Int, into mix: UnsafeMutablePointer<Lanes>) {
+        let g = groups + gi
+        let tables = self.tables
+        let channels = UnsafePointer(self.channels)
+        let scratch = oscillatorScratch
+        var done = 0
+        while done < frames {
+            let n = frames - done < Self.controlBlock ? frames - done : Self.controlBlock
+            let modulation = Self.advanceControls(g, channels: channels, smoothing: smoothing[n], frames: n)
+            var oscillators = Self.planOscillators(g, tables: tables, semitones: modulation.semitones, frames: n)
+            var filter = Self.planFilter(g, tables: tables, lfo: modulation.lfo, frames: n)
+            oscillators.render(table: tables.storage, into: scratch, frames: n)
+            filter.render(input: scratch, output: mix + 2 * done, frames: n)
+            Self.finishBlock(g, oscillators: oscillators, filter: filter)
+            done += n
+            if any(filter.ampReached .| filter.filterReached) {
+                endSegments(g, group: gi, amp: filter.ampReached, filter: filter.filterReached)
+                if groupLanes[gi] == 0 { break }
+            }
+        }
+    }
+
+    /// Channel controls each lane follows, smoothed (new voices start at
+    /// their targets), then the LFO and glide. Returns the pitch modulation
+    /// in semitones and the LFO value.
+    @inline(never)
+    static func advanceControls(_ g: UnsafeMutablePointer<VoiceGroup>, channels: UnsafePointer<ChannelState>,
+                                smoothing: Float, frames n: Int) -> (semitones: Lanes, lfo: Lanes) {
+        let nF = Float(n)
+        let fresh = g.pointee.fresh .> 0
+        let c = g.pointee.channel, k = g.pointee.controlChannel
+        let own0 = channels + Int(c.l0), own1 = channels + Int(c.l1), own2 = channels + Int(c.l2), own3 = channels + Int(c.l3)
+        let ctl0 = channels + Int(k.l0), ctl1 = channels + Int(k.l1), ctl2 = channels + Int(k.l2), ctl3 = channels + Int(k.l3)
+        let pitchOffset = Lanes(own0.pointee.pitchOffset, own1.pointee.pitchOffset, own2.pointee.pitchOffset, own3.pointee.pitchOffset)
+        let brightness = Lanes(own0.pointee.brightness, own1.pointee.brightness, own2.pointee.brightness, own3.pointee.brightness)
+        let pressure = Lanes(own0.pointee.pressure, own1.pointee.pressure, own2.pointee.pressure, own3.pointee.pressure)
+        let modulation = Lanes(ctl0.pointee.modulation, ctl1.pointee.modulation, ctl2.pointee.modulation, ctl3.pointee.modulation)
+        let channelLeft = Lanes(ctl0.pointee.gainLeft, ctl1.pointee.gainLeft, ctl2.pointee.gainLeft, ctl3.pointee.gainLeft)
+        let channelRight = Lanes(ctl0.pointee.gainRight, ctl1.pointee.gainRight, ctl2.pointee.gainRight, ctl3.pointee.gainRight)
+
+        let k4 = Lanes(repeating: smoothing)
+        let poly = g.pointee.polyPressure
+        let brightnessTarget = brightness + pressure * g.pointee.pressureToBrightness + poly * g.pointee.polyPressureToBrightness
+        g.pointee.brightness = smooth(g.pointee.brightness, toward: brightnessTarget, k4, snap: 1e-4).replacing(with: brightnessTarget, where: fresh)
+        let vibratoTarget = (modulation + pressure * g.pointee.pressureToVibrato + poly * g.pointee.polyPressureToVibrato).limited(0, 1)
+        let vibrato = smooth(g.pointee.vibratoAmount, toward: vibratoTarget, k4, snap: 1e-6).replacing(with: vibratoTarget, where: fresh)
+        g.pointee.vibratoAmount = vibrato
+        let velocity = g.pointee.velocityGain
+        let leftTarget = channelLeft * velocity, rightTarget = channelRight * velocity
+        g.pointee.gainLeft = smooth(g.pointee.gainLeft, toward: leftTarget, k4, snap: 1e-7).replacing(with: leftTarget, where: fresh)
+        g.pointee.gainRight = smooth(g.pointee.gainRight, toward: rightTarget, k4, snap: 1e-7).replacing(with: rightTarget, where: fresh)
+
+        var lfoPhase = g.pointee.lfoPhase + g.pointee.lfoRate * nF
+        lfoPhase = lfoPhase.replacing(with: lfoPhase - 1, where: lfoPhase .>= 1)
+        g.pointee.lfoPhase = lfoPhase
+        let lfo = fastSine(cycles: lfoPhase)
+        var glide = g.pointee.glide * fastExp2(g.pointee.glideLog2Rate * nF)
+        glide = glide.replacing(with: 0, where: glide.absolute .< 1e-4)
+        g.pointee.glide = glide
+        return (pitchOffset + glide + lfo * g.pointee.vibratoDepth * vibrato, lfo)
+    }
+
+    /// Phase increments (fixed point, exact end points, linear steps) and
+    /// the tables to read, for the pitch modulation of this block.
+    @inline(never)
+    static func planOscillators(_ g: UnsafeMutablePointer<VoiceGroup>, tables: TableView, semitones: Lanes, frames n: Int) -> OscillatorBlock {
+        let fresh = g.pointee.fresh .> 0
+        let inverseN = Lanes(repeating: 1 / Float(n))
+        let ratio = fastExp2(semitones * (1 / 12))
+        let end1 = (g.pointee.baseIncrement1 * ratio).limited(0, 2_147_483_520)
+        let end2 = (g.pointee.baseIncrement2 * ratio).limited(0, 2_147_483_520)
+        let start1 = g.pointee.incrementValue1.replacing(with: end1, where: fresh)
+        let start2 = g.pointee.incrementValue2.replacing(with: end2, where: fresh)
+        g.pointee.incrementValue1 = end1
+        g.pointee.incrementValue2 = end2
+        let endBits1 = fixedPoint(end1), endBits2 = fixedPoint(end2)
+        // Tables are chosen for the highest pitch reached in the block.
+        let mipSemitones = semitones.atLeast(g.pointee.lastModulation.replacing(with: semitones, where: fresh))
+        g.pointee.lastModulation = semitones
+        let base1 = tables.tableOffsets(base: g.pointee.waveBase1, mipStride: g.pointee.mipStride1, pitch: g.pointee.pitch1 + mipSemitones)
+        let base2 = tables.tableOffsets(base: g.pointee.waveBase2, mipStride: g.pointee.mipStride2, pitch: g.pointee.pitch2 + mipSemitones)
+        let silent = LaneInts(repeating: tables.silentBase)
+        let pulse1 = g.pointee.pulseOffset1, pulse2 = g.pointee.pulseOffset2
+        let mix2 = g.pointee.mix2
+        return OscillatorBlock(
+            phase1: g.pointee.phase1, phase2: g.pointee.phase2,
+            increment1: g.pointee.increment1.replacing(with: endBits1, where: fresh),
+            increment2: g.pointee.increment2.replacing(with: endBits2, where: fresh),
+            step1: fixedPoint((end1 - start1) * inverseN), step2: fixedPoint((end2 - start2) * inverseN),
+            end1: endBits1, end2: endBits2,
+            table1: base1, table2: base2,
+            pulseTable1: base1.replacing(with: silent, where: !pulse1.nonzeroMask()),
+            pulseTable2: base2.replacing(with: silent, where: !pulse2.nonzeroMask()),
+            pulseOffset1: pulse1, pulseOffset2: pulse2,
+            mix1: g.pointee.mix1, mix2: mix2,
+            usePulse1: any(pulse1.nonzeroMask()), useOscillator2: any(mix2 .!= 0), usePulse2: any(pulse2.nonzeroMask()))
+    }
+
+    /// Both envelopes, the cutoff they and the controls make, the filter
+    /// matrix and the output weights for the end of this block.
+    @inline(never)
+    static func planFilter(_ g: UnsafeMutablePointer<VoiceGroup>, tables: TableView, lfo: Lanes, frames n: Int) -> FilterBlock {
+        let nF = Float(n)
+        let fresh = g.pointee.fresh .> 0
+        let inverseN = Lanes(repeating: 1 / nF)
+        let ampReached = g.pointee.amp.advance(nF)
+        let filterReached = g.pointee.filterEnvelope.advance(nF)
+        let cutoff = g.pointee.cutoffBase + g.pointee.filterEnvelope.level * g.pointee.filterEnvAmount
+            + g.pointee.brightness + lfo * g.pointee.lfoToCutoff
+        let matrix = FilterBlock.matrix(g: tables.filterG(pitch: cutoff), k: g.pointee.resonanceK)
+        let m11 = g.pointee.filterM11.replacing(with: matrix.m11, where: fresh)
+        let m12 = g.pointee.filterM12.replacing(with: matrix.m12, where: fresh)
+        let m21 = g.pointee.filterM21.replacing(with: matrix.m21, where: fresh)
+        let m22 = g.pointee.filterM22.replacing(with: matrix.m22, where: fresh)
+        g.pointee.filterM11 = matrix.m11
+        g.pointee.filterM12 = matrix.m12
+        g.pointee.filterM21 = matrix.m21
+        g.pointee.filterM22 = matrix.m22
+        let amp = g.pointee.amp.level
+        let left = g.pointee.weightLeft, right = g.pointee.weightRight
+        let leftEnd = amp * g.pointee.gainLeft * 0.5
+        let rightEnd = amp * g.pointee.gainRight * 0.5
+        g.pointee.weightLeft = leftEnd
+        g.pointee.weightRight = rightEnd
+        g.pointee.fresh = Lanes()
+        return FilterBlock(
+            state1: g.pointee.filterState1, state2: g.pointee.filterState2,
+            m11: m11, m12: m12, m21: m21, m22: m22,
+            m11Step: (matrix.m11 - m11) * inverseN, m12Step: (matrix.m12 - m12) * inverseN,
+            m21Step: (matrix.m21 - m21) * inverseN, m22Step: (matrix.m22 - m22) * inverseN,
+            left: left, right: right,
+            leftStep: (leftEnd - left) * inverseN, rightStep: (rightEnd - right) * inverseN,
+            ampReached: ampReached, filterReached: filterReached)
+    }
+
+    /// Stores what the sample loops leave behind: phases, exact end
+    /// increments, filter states (tiny ones flushed to zero so a decaying
+    /// filter never runs on denormals).
+    @inline(__always)
+    static func finishBlock(_ g: UnsafeMutablePointer<VoiceGroup>, oscillators: OscillatorBlock, filter: FilterBlock) {
+        g.pointee.phase1 = oscillators.phase1
+        g.pointee.phase2 = oscillators.phase2
+        g.pointee.increment1 = oscillators.end1
+        g.pointee.increment2 = oscillators.end2
+        let s1 = filter.state1, s2 = filter.state2
+        g.pointee.filterState1 = s1.replacing(with: 0, where: s1.absolute .< 1e-20)
+        g.pointee.filterState2 = s2.replacing(with: 0, where: s2.absolute .< 1e-20)
+    }
+
+    /// One step of a one-pole smoother, landing exactly on the target once
+    /// within `snap` of it (no endless approach into denormals).
+    @_transparent
+    static func smooth(_ value: Lanes, toward target: Lanes, _ k: Lanes, snap: Float) -> Lanes {
+        let next = value + (target - value) * k
+        return next.replacing(with: target, where: (target - next).absolute .< Lanes(repeating: snap))
+    }
+}
+
+/// The oscillators of one voice group for one control block: both
+/// oscillators (a pulse is two reads of the saw table a pulse width apart)
+/// mixed into a scratch buffer.
+struct OscillatorBlock {
+    var phase1: LaneBits
+    var phase2: LaneBits
+    var increment1: LaneBits
+    var increment2: LaneBits
+    let step1: LaneBits
+    let step2: LaneBits
+    let end1: LaneBits
+    let end2: LaneBits
+    let table1: LaneInts
+    let table2: LaneInts
+    let pulseTable1: LaneInts
+    let pulseTable2: LaneInts
+    let pulseOffset1: LaneBits
+    let pulseOffset2: LaneBits
+    let mix1: Lanes
+    let mix2: Lanes
+    let usePulse1: Bool
+    let useOscillator2: Bool
+    let usePulse2: Bool
+
+    /// Render thread. Writes `frames` frames of the oscillator mix to `scratch`.
+    @inline(never)
+    mutating func render(table: UnsafeMutablePointer<Float>, into scratch: UnsafeMutablePointer<Lanes>, frames: Int) {
+        let table = UnsafePointer(table)
+        var phase1 = phase1, increment1 = increment1
+        for i in 0..<frames {
+            increment1 &+= step1
+            phase1 &+= increment1
+            var o1 = lookup(table, phase1, table1)
+            if usePulse1 { o1 -= lookup(table, phase1 &+ pulseOffset1, pulseTable1) }
+            scratch[i] = o1 * mix1
+        }
+        self.phase1 = phase1
+        guard useOscillator2 else { return }
+        var phase2 = phase2, increment2 = increment2
+        for i in 0..<frames {
+            increment2 &+= step2
+            phase2 &+= increment2
+            var o2 = lookup(table, phase2, table2)
+            if usePulse2 { o2 -= lookup(table, phase2 &+ pulseOffset2, pulseTable2) }
+            scratch[i] += o2 * mix2
+        }
+        self.phase2 = phase2
+    }
+}
+
+/// The filter and output stage of one voice group for one control block.
+///
+/// The filter is the zero-delay-feedback state-variable low-pass
+/// (Zavalishin; Simper's formulation): with a1 = 1/(1 + g(g + k)),
+/// a2 = g·a1, a3 = g·a2 and d = s2 - x, its state update
+/// s1' = 2v1 - s1, s2' = 2v2 - s2 is the matrix product
+///
+///     s1' = (2a1 - 1)·s1 - 2a2·d
+///     s2' = x + 2a2·s1 + (1 - 2a3)·d
+///
+/// and the low-pass output is v2 = (s2 + s2')/2. Written this way the
+/// recursion is three operations deep (nine cycles) instead of seven, which
+/// is what bounds this loop. The four matrix entries are ramped linearly
+/// across the block.
+///
+/// Kept out of line on purpose: compiled on its own, the vectorizer keeps
+/// the four lanes in one SSE register per value; inlined into the large
+/// render function it split them into two-lane halves (twice the work).
+struct FilterBlock {
+    var state1: Lanes
+    var state2: Lanes
+    var m11: Lanes
+    var m12: Lanes
+    var m21: Lanes
+    var m22: Lanes
+    let m11Step: Lanes
+    let m12Step: Lanes
+    let m21Step: Lanes
+    let m22Step: Lanes
+    /// Output weights, halved (the low-pass output is (s2 + s2')/2).
+    var left: Lanes
+    var right: Lanes
+    let leftStep: Lanes
+    let rightStep: Lanes
+    /// Lanes whose envelope segment ended at this block's end.
+    let ampReached: LaneMask
+    let filterReached: LaneMask
+
+    /// Render thread. Adds `frames` frames into the interleaved left/right lane sums.
+    @inline(never)
+    mutating func render(input: UnsafePointer<Lanes>, output: UnsafeMutablePointer<Lanes>, frames: Int) {
+        var s1 = state1, s2 = state2
+        var m11 = m11, m12 = m12, m21 = m21, m22 = m22
+        var left = left, right = right
+        for i in 0..<frames {
+            m11 += m11Step
+            m12 += m12Step
+            m21 += m21Step
+            m22 += m22Step
+            let x = input[i]
+            let d = s2 - x
+            let next1 = m11 * s1 + m12 * d
+            let next2 = (x + m21 * s1) + m22 * d
+            let low2 = s2 + next2
+            s1 = next1
+            s2 = next2
+            left += leftStep
+            right += rightStep
+            output[2 * i] += low2 * left
+            output[2 * i + 1] += low2 * right
+        }
+        state1 = s1
+        state2 = s2
+    }
+
+    /// The matrix entries for filter coefficient g = tan(π·fc/fs) and damping k = 1/Q.
+    @_transparent
+    static func matrix(g: Lanes, k: Lanes) -> (m11: Lanes, m12: Lanes, m21: Lanes, m22: Lanes) {
+        let a1 = 1 / (1 + g * (g + k))
+        let a2 = g * a1
+        let a3 = g * a2
+        return (a1 + a1 - 1, -(a2 + a2), a2 + a2, 1 - (a3 + a3))
+    }
+}

@@ -1,0 +1,76 @@
+import SpinetEngine
+import SpinetMIDI
+@testable import SpinetSynth
+
+/// Planar output of a render.
+struct Rendered {
+    var left: [Float]
+    var right: [Float]
+    /// left + right (for measurements that do not care about pan).
+    var mono: [Float] { zip(left, right).map { $0 + $1 } }
+}
+
+/// A factory preset with changes, for building test banks.
+func preset(_ name: String, program: Int = 0, _ change: (inout Preset) -> Void = { _ in }) -> Preset {
+    guard var p = PresetBank.factory.preset(named: name) else { fatalError("no factory preset \(name)") }
+    p.program = program
+    change(&p)
+    return p
+}
+
+/// A prepared synth playing `presets` (program 0 is the first).
+func makeSynth(_ presets: [Preset]? = nil, sampleRate: Double = 48_000, polyphony: Int = 64,
+               mpe: MPEZone? = nil, maxFrames: Int = 512, channels: Int = 16) throws -> OscillatorSynth {
+    let bank = try presets.map { try PresetBank(presets: $0) } ?? .factory
+    let synth = OscillatorSynth(presets: bank, polyphony: polyphony, mpe: mpe)
+    synth.prepare(sampleRate: sampleRate, maxFrames: maxFrames, channels: channels)
+    return synth
+}
+
+/// Renders `frames` frames, applying each event at its exact frame (the way
+/// the engine slices a block), in render calls of at most `block` frames.
+func render(_ synth: OscillatorSynth, frames: Int, events: [(frame: Int, message: MIDIMessage)] = [], block: Int = 256) -> Rendered {
+    var left = [Float](repeating: .nan, count: frames)
+    var right = [Float](repeating: .nan, count: frames)
+    let sorted = events.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map(\.element)
+    var next = 0
+    var position = 0
+    left.withUnsafeMutableBufferPointer { l in
+        right.withUnsafeMutableBufferPointer { r in
+            while position < frames {
+                while next < sorted.count && sorted[next].frame <= position {
+                    synth.receive(sorted[next].message)
+                    next += 1
+                }
+                var end = min(frames, position + block)
+                if next < sorted.count { end = min(end, sorted[next].frame) }
+                synth.render(left: l.baseAddress! + position, right: r.baseAddress! + position, frames: end - position)
+                position = end
+            }
+        }
+    }
+    while next < sorted.count {
+        synth.receive(sorted[next].message)
+        next += 1
+    }
+    return Rendered(left: left, right: right)
+}
+
+/// Frames of a duration.
+func frames(_ seconds: Double, _ sampleRate: Double = 48_000) -> Int { Int((seconds * sampleRate).rounded()) }
+
+/// Frequency of a MIDI note (A4 = 440 Hz).
+func frequency(ofNote note: Double) -> Double { 440 * pow(2, (note - 69) / 12) }
+
+/// Largest magnitude of the windowed spectrum within ±`width` bins of `hz`.
+func magnitude(_ spectrum: [Double], at hz: Double, sampleRate: Double, width: Int = 4) -> Double {
+    let n = (spectrum.count - 1) * 2
+    let bin = Int((hz * Double(n) / sampleRate).rounded())
+    var m = 0.0
+    for k in max(0, bin - width)...min(spectrum.count - 1, bin + width) { m = max(m, spectrum[k]) }
+    return m
+}
+
+func decibels(_ ratio: Double) -> Double { 20 * log10(max(ratio, 1e-30)) }
+
+import Foundation
