@@ -383,14 +383,18 @@ public final class Engine: @unchecked Sendable {
                     let old = routing[c]
                     if target != old && target >= 0 {
                         routing[c] = target
-                        if old >= 0 && sliceEventCount < configuration.maxEventsPerSlice {
-                            // All Notes Off for the unit left behind, just before the change
+                        if old >= 0 && sliceEventCount + 3 <= configuration.maxEventsPerSlice {
+                            // Release everything the unit left behind holds on this
+                            // channel, just before the change: pedals up (All Notes
+                            // Off spares notes a pedal holds), then All Notes Off.
                             var k = sliceEventCount - 1
-                            while k >= e { sliceEvents[k + 1] = sliceEvents[k]; k -= 1 }
-                            sliceEvents[e] = SliceEvent(frame: sliceEvents[e].frame, unit: old,
-                                                        kind: .message(.controlChange(channel: ch, controller: MIDIController.allNotesOff, value: 0)))
-                            sliceEventCount += 1
-                            e += 1
+                            while k >= e { sliceEvents[k + 3] = sliceEvents[k]; k -= 1 }
+                            let frame = sliceEvents[e + 3].frame
+                            sliceEvents[e] = SliceEvent(frame: frame, unit: old, kind: .message(.controlChange(channel: ch, controller: MIDIController.sustain, value: 0)))
+                            sliceEvents[e + 1] = SliceEvent(frame: frame, unit: old, kind: .message(.controlChange(channel: ch, controller: MIDIController.sostenuto, value: 0)))
+                            sliceEvents[e + 2] = SliceEvent(frame: frame, unit: old, kind: .message(.controlChange(channel: ch, controller: MIDIController.allNotesOff, value: 0)))
+                            sliceEventCount += 3
+                            e += 3
                         }
                     }
                 }

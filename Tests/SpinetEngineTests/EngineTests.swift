@@ -232,6 +232,8 @@ struct BankRoutingTests {
         #expect(home.messages == [
             .noteOn(channel: 2, key: 60, velocity: 100),
             .controlChange(channel: 2, controller: 0, value: 126),
+            .controlChange(channel: 2, controller: 64, value: 0),
+            .controlChange(channel: 2, controller: 66, value: 0),
             .controlChange(channel: 2, controller: 123, value: 0),
             .noteOn(channel: 3, key: 64, velocity: 100),
             .programChange(channel: 2, program: 0),
@@ -241,6 +243,8 @@ struct BankRoutingTests {
             .programChange(channel: 2, program: 3),
             .noteOn(channel: 2, key: 62, velocity: 100),
             .controlChange(channel: 2, controller: 0, value: 0),
+            .controlChange(channel: 2, controller: 64, value: 0),
+            .controlChange(channel: 2, controller: 66, value: 0),
             .controlChange(channel: 2, controller: 123, value: 0),
         ])
     }
