@@ -5,6 +5,9 @@ same licence as Spinet). Regenerate with: python3 demo/make-demo.py
 A short piece in C major, about 50 s: electric piano with sustain pedal,
 bass, string pad, a flute lead with pitch bends, drums on channel 10, a
 tempo change into the last section and a held final chord that decays.
+Channel 5 plays Spinet's own oscillator synth, chosen from the file with
+Bank Select 126 + Program Change (4 = "pluck"): a sixteenth-note arpeggio
+in the second and third sections. The other channels play the SoundFont.
 """
 import os
 import struct
@@ -78,7 +81,12 @@ conductor.meta(0, 0x59, [0, 0])
 conductor.meta(0, 0x51, list(struct.pack(">I", 500000))[1:])          # 120 bpm
 conductor.meta(16 * BAR, 0x51, list(struct.pack(">I", 461538))[1:])   # 130 bpm for the last section
 
-piano, bass, pad, lead, drums = Track(), Track(), Track(), Track(), Track()
+piano, bass, pad, lead, drums, synth = Track(), Track(), Track(), Track(), Track(), Track()
+synth.meta(0, 0x03, b"Spinet synth: pluck")
+synth.cc(4, 0, 0, 126)      # Bank Select 126: Spinet's own presets
+synth.program(4, 0, 4)      # "pluck"
+synth.cc(4, 0, 7, 90)
+synth.cc(4, 0, 10, 84)
 setup = [(piano, 0, 4, 100, 50, 40), (bass, 1, 33, 105, 64, 10), (pad, 2, 48, 70, 78, 70),
          (lead, 3, 73, 100, 70, 50), (drums, 9, 0, 100, 64, 30)]
 for trk, ch, prog, vol, pan, rev in setup:
@@ -118,6 +126,12 @@ for bar in range(bars):
                 for s in range(1, 9):
                     lead.bend(3, start + s * 15, 8192 - 1200 + s * 150)
             lead.note(3, start, length * PPQ // 2 - 30, k + 12 * (section == 2), 96 if off == 0 else 84)
+    # Spinet synth: sixteenth-note arpeggio over the chord, from the second section
+    if section >= 1:
+        pattern = triad + [triad[0] + 12]
+        for step in range(16):
+            k = pattern[[0, 1, 2, 3, 2, 1][step % 6]] + 12
+            synth.note(4, t + step * PPQ // 4, PPQ // 4 - 20, k, 78 if step % 4 == 0 else 64)
     # drums: kick, snare, hats; a fill every 8th bar
     if bar >= 4:
         for beat in range(4):
@@ -142,7 +156,7 @@ drums.note(9, end, 400, 49, 110)
 drums.note(9, end, 200, 36, 110)
 lead.bend(3, end, 8192)
 
-tracks = [conductor, piano, bass, pad, lead, drums]
+tracks = [conductor, piano, bass, pad, lead, drums, synth]
 header = b"MThd" + struct.pack(">IHHH", 6, 1, len(tracks), PPQ)
 data = header + b"".join(t.chunk() for t in tracks)
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spinet-demo.mid")

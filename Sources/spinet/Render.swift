@@ -6,6 +6,7 @@ import SpinetEngine
 import SpinetFile
 import SpinetMIDI
 import SpinetSoundFont
+import SpinetSynth
 
 /// Set by SIGINT/SIGTERM; the render loop polls it.
 let interruptRequested = Atomic<Bool>(false)
@@ -53,6 +54,12 @@ struct Render: ParsableCommand {
     /// on which notes share a synth (voice history), so a fixed split keeps
     /// every render of a file byte-identical on any number of threads.
     static let partitions = 2
+
+    @Option(name: .customLong("channel"), help: ArgumentHelp("Which instrument a channel plays: N=synth[:PRESET] or N=soundfont (N 1-16, PORT.N, or all); repeatable. A Bank Select of 126 with a Program Change in the file also picks Spinet's synth.", valueName: "assignment"))
+    var channelAssignments: [String] = []
+
+    @Option(help: ArgumentHelp("A JSON file of synth presets (see Sources/SpinetSynth/PRESETS.md).", valueName: "path"))
+    var presets: String?
 
     @Flag(help: "Overwrite an existing output file.")
     var force = false
@@ -137,7 +144,11 @@ struct Render: ParsableCommand {
         options.polyphony = polyphony
         let threadCount = threads ?? min(ProcessInfo.processInfo.activeProcessorCount, Self.partitions)
         guard (1...64).contains(threadCount) else { throw Failure("--threads \(threadCount) is out of range; use 1 to 64") }
-        let groups = ChannelPartition.balance(schedule, channels: ports * 16, parts: Self.partitions)
+        let synth = try Self.makeSynth(presets: presets, polyphony: 256)
+        let synthChannels = try Self.applyAssignments(channelAssignments, to: synth, ports: ports)
+        var groups = ChannelPartition.balance(schedule, channels: ports * 16, parts: Self.partitions)
+            .map { $0.filter { !synthChannels.contains($0) } }.filter { !$0.isEmpty }
+        if groups.isEmpty { groups = [[]] }   // the SoundFont player stays for Bank Select switches back
         var units: [SoundFontUnit] = []
         do {
             // FluidSynth shares one copy of the sample data between its synths.
@@ -159,6 +170,9 @@ struct Render: ParsableCommand {
             let index = engine.add(unit)
             for c in channels { engine.route(channel: c, to: index) }
         }
+        let synthIndex = engine.add(synth)
+        for c in synthChannels { engine.route(channel: c, to: synthIndex) }
+        engine.routeBank(msb: OscillatorSynth.spinetPresetBank, to: synthIndex)
         let queue = engine.addInput(capacity: 16384)
         let renderer = OfflineRenderer(engine: engine, queue: queue, schedule: schedule)
         engine.prepare(sampleRate: Double(rate), maxFrames: renderer.options.blockFrames)
@@ -208,6 +222,40 @@ struct Render: ParsableCommand {
         if !quiet {
             printError(Self.summary(report, seconds: seconds, target: target))
         }
+    }
+
+    /// Spinet's oscillator synth, with the factory presets or a preset file.
+    static func makeSynth(presets: String?, polyphony: Int) throws -> OscillatorSynth {
+        var bank = PresetBank.factory
+        if let presets {
+            do { bank = try PresetBank(jsonFile: presets) } catch { throw Failure(error.description) }
+        }
+        return OscillatorSynth(presets: bank, polyphony: polyphony)
+    }
+
+    /// Applies `--channel` options; returns the channels that play the synth.
+    static func applyAssignments(_ texts: [String], to synth: OscillatorSynth, ports: Int) throws -> Set<Int> {
+        var synthChannels = Set<Int>()
+        for text in texts {
+            let a: ChannelAssignment
+            do { a = try ChannelAssignment(parsing: text, ports: max(ports, 1)) } catch { throw Failure(error.description) }
+            for c in a.channels {
+                switch a.instrument {
+                case .soundFont:
+                    synthChannels.remove(c)
+                case .synth(let preset):
+                    synthChannels.insert(c)
+                    if let preset {
+                        do {
+                            try synth.setPreset(preset, channel: c)
+                        } catch {
+                            throw Failure("--channel \(text): \(error.description)")
+                        }
+                    }
+                }
+            }
+        }
+        return synthChannels
     }
 
     static func defaultOutput(for input: String) -> String {
