@@ -5,6 +5,7 @@ import SpinetEngine
 import SpinetFile
 import SpinetMIDI
 import SpinetSoundFont
+import SpinetSynth
 
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -62,6 +63,9 @@ struct Bench: ParsableCommand {
             let stats = try Self.callbackTimes(font: font, rate: rate, period: period, voices: 256, periods: 2000)
             print(String(format: "%5d  %6.1f%%  %6.1f%%  %6.1f%%   voices %d", period, stats.p50, stats.p99, stats.max, stats.voices))
         }
+        let synth = SynthBenchmark.voicesPerCore(sampleRate: Double(rate), seconds: 2)
+        print(String(format: "\nOscillator synth (2 oscillators, filter, 2 envelopes, LFO per voice): %.0f voices per core in real time, %.2f ns per voice-sample",
+                     synth.voicesPerCore, synth.nsPerVoiceSample))
         print("\nStartup to the first rendered block (load + prepare + one 128-frame period):")
         for path in [font, largeSoundFont] where FileManager.default.fileExists(atPath: path) {
             let t0 = DispatchTime.now().uptimeNanoseconds

@@ -96,6 +96,33 @@ struct RenderCommandTests {
         #expect(a == b)
     }
 
+    /// `--channel 1=synth:sine` sends channel 1 to Spinet's synth: a held A4
+    /// comes out as a pure 440 Hz sine (the SoundFont piano is rich in harmonics).
+    @Test func channelOptionPlaysTheSynth() throws {
+        let dir = try SpinetCommand.temporaryDirectory("channel")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var w = MIDIFileWriter(format: 0, ticksPerQuarter: 480)
+        w.addTrack([(0, .message(.noteOn(channel: 0, key: 69, velocity: 100))), (960, .message(.noteOff(channel: 0, key: 69, velocity: 0)))])
+        let input = try write(w.bytes(), to: dir, "a4.mid")
+        var harmonicRatio: [String: Double] = [:]
+        for (name, extra) in [("synth", ["--channel", "1=synth:sine"]), ("soundfont", [])] {
+            let out = dir.appendingPathComponent("\(name).wav")
+            let r = try SpinetCommand.run(["render", input, "-o", out.path, "--soundfont", font, "--bits", "32f", "--quiet"] + extra)
+            #expect(r.status == 0, "\(r.stderr)")
+            let x = try WAVFile(data: Data(contentsOf: out)).channel(0)
+            let slice = x[9600..<(9600 + 16384)]
+            let f = SignalAnalysis.fundamentalFrequency(slice, sampleRate: 48000)
+            let spectrum = SignalAnalysis.magnitudeSpectrum(slice)
+            let bin = { (hz: Double) in Int((hz / 48000 * 16384).rounded()) }
+            let fundamental = spectrum[(bin(440) - 3)...(bin(440) + 3)].max()!
+            let second = spectrum[(bin(880) - 3)...(bin(880) + 3)].max()!
+            harmonicRatio[name] = 20 * log10(second / fundamental)
+            if name == "synth" { #expect(abs(SignalAnalysis.cents(f, relativeTo: 440)) < 0.1) }
+        }
+        #expect(harmonicRatio["synth"]! < -80, "\(harmonicRatio)")
+        #expect(harmonicRatio["soundfont"]! > -60, "\(harmonicRatio)")
+    }
+
     @Test func anExistingOutputIsRefusedBeforeAnyWorkUnlessForced() throws {
         let dir = try SpinetCommand.temporaryDirectory("force")
         defer { try? FileManager.default.removeItem(at: dir) }
