@@ -31,8 +31,11 @@ struct Render: ParsableCommand {
     @Option(name: .customLong("soundfont"), help: ArgumentHelp("A SoundFont (.sf2/.sf3); repeat to stack fonts, later ones over earlier ones.", valueName: "path"))
     var soundFonts: [String] = []
 
-    @Option(help: "Sample rate in Hz (22050-192000).")
-    var rate: Int = 48000
+    @Option(help: "Sample rate in Hz (22050-192000, default 48000).")
+    var rate: Int?
+
+    @Option(help: ArgumentHelp("A JSON config file (default: $XDG_CONFIG_HOME/spinet/config.json, if present).", valueName: "path"))
+    var config: String?
 
     @Option(help: "Sample format: 16 (with TPDF dither), 24 or 32f.")
     var bits: String = "16"
@@ -73,6 +76,12 @@ struct Render: ParsableCommand {
 
     private func render() throws {
         // 1. Everything that can be checked without work, checked first.
+        let settings: SpinetConfig
+        do { settings = try SpinetConfig.load(explicitPath: config) } catch { throw Failure(error.description) }
+        let rate = self.rate ?? settings.rate ?? 48000
+        let soundFonts = self.soundFonts.isEmpty ? settings.soundFonts : self.soundFonts
+        let channelAssignments = settings.channels + self.channelAssignments
+        let presets = self.presets ?? settings.presets
         guard (22050...192000).contains(rate) else {
             throw Failure("--rate \(rate) is out of range; use 22050 to 192000 Hz")
         }

@@ -123,6 +123,31 @@ struct RenderCommandTests {
         #expect(harmonicRatio["soundfont"]! > -60, "\(harmonicRatio)")
     }
 
+    /// The config file's channel assignment is used, and a bad key is one clear line.
+    @Test func theConfigFileAssignsChannels() throws {
+        let dir = try SpinetCommand.temporaryDirectory("config")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var w = MIDIFileWriter(format: 0, ticksPerQuarter: 480)
+        w.addTrack([(0, .message(.noteOn(channel: 0, key: 69, velocity: 100))), (960, .message(.noteOff(channel: 0, key: 69, velocity: 0)))])
+        let input = try write(w.bytes(), to: dir, "a4.mid")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("spinet"), withIntermediateDirectories: true)
+        let config = dir.appendingPathComponent("spinet/config.json")
+        try Data(#"{"channels": ["1=synth:sine"], "rate": 44100}"#.utf8).write(to: config)
+        let out = dir.appendingPathComponent("a4.wav")
+        let r = try SpinetCommand.run(["render", input, "-o", out.path, "--soundfont", font, "--bits", "32f", "--quiet"],
+                                      environment: ["XDG_CONFIG_HOME": dir.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let wav = try WAVFile(data: Data(contentsOf: out))
+        #expect(wav.sampleRate == 44100)
+        let f = SignalAnalysis.fundamentalFrequency(wav.channel(0)[8820..<(8820 + 16384)], sampleRate: 44100)
+        #expect(abs(SignalAnalysis.cents(f, relativeTo: 440)) < 0.1)
+
+        try Data(#"{"chanels": ["1=synth"]}"#.utf8).write(to: config)
+        let bad = try SpinetCommand.run(["render", input, "-o", out.path, "--force", "--soundfont", font], environment: ["XDG_CONFIG_HOME": dir.path])
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains(config.path) && bad.stderr.contains("chanels") && bad.stderr.split(separator: "\n").count == 1, "\(bad.stderr)")
+    }
+
     @Test func anExistingOutputIsRefusedBeforeAnyWorkUnlessForced() throws {
         let dir = try SpinetCommand.temporaryDirectory("force")
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -1,0 +1,82 @@
+import Foundation
+
+/// Settings read from a JSON file, for options a user sets once.
+///
+/// Looked up at `--config PATH`, else `$XDG_CONFIG_HOME/spinet/config.json`
+/// (`~/.config/spinet/config.json`). Command-line options win over it.
+///
+/// ```json
+/// {
+///   "soundfonts": ["/usr/share/sounds/sf2/FluidR3_GM.sf2"],
+///   "channels": ["4=synth:bell", "10=soundfont"],
+///   "presets": "~/synth-presets.json",
+///   "rate": 48000
+/// }
+/// ```
+/// Every key is optional; an unknown key is an error, so a typo does not pass silently.
+public struct SpinetConfig: Equatable, Sendable {
+    public var soundFonts: [String] = []
+    public var channels: [String] = []
+    public var presets: String?
+    public var rate: Int?
+    public var path: String?
+
+    public init() {}
+
+    public struct ConfigError: Error, CustomStringConvertible, Sendable {
+        public var description: String
+    }
+
+    static let keys: Set<String> = ["soundfonts", "channels", "presets", "rate"]
+
+    /// The default location, whether or not a file is there.
+    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        let base = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.config")
+        return base + "/spinet/config.json"
+    }
+
+    /// Reads `explicitPath` (which must exist) or the default file (if present).
+    public static func load(explicitPath: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) -> SpinetConfig {
+        let path = explicitPath ?? defaultPath(environment: environment)
+        guard FileManager.default.fileExists(atPath: path) else {
+            if explicitPath != nil { throw ConfigError(description: "config \(path): no such file") }
+            return SpinetConfig()
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError(description: "config \(path): cannot read it")
+        }
+        return try parse(data, path: path)
+    }
+
+    public static func parse(_ data: Data, path: String) throws(ConfigError) -> SpinetConfig {
+        let object: Any
+        do { object = try JSONSerialization.jsonObject(with: data) } catch {
+            throw ConfigError(description: "config \(path): not valid JSON (\(error.localizedDescription))")
+        }
+        guard let dict = object as? [String: Any] else {
+            throw ConfigError(description: "config \(path): the top level must be an object")
+        }
+        var config = SpinetConfig()
+        config.path = path
+        for key in dict.keys.sorted() where !keys.contains(key) {
+            throw ConfigError(description: "config \(path): unknown key \"\(key)\" (known: \(keys.sorted().joined(separator: ", ")))")
+        }
+        func strings(_ key: String) throws(ConfigError) -> [String] {
+            guard let v = dict[key] else { return [] }
+            guard let list = v as? [String] else { throw ConfigError(description: "config \(path): \"\(key)\" must be a list of strings") }
+            return list.map { ($0 as NSString).expandingTildeInPath }
+        }
+        config.soundFonts = try strings("soundfonts")
+        config.channels = try strings("channels").map { $0 }
+        if let p = dict["presets"] {
+            guard let s = p as? String else { throw ConfigError(description: "config \(path): \"presets\" must be a string (a path)") }
+            config.presets = (s as NSString).expandingTildeInPath
+        }
+        if let r = dict["rate"] {
+            guard let n = r as? Int, !(r is Bool) else { throw ConfigError(description: "config \(path): \"rate\" must be a whole number of Hz") }
+            config.rate = n
+        }
+        return config
+    }
+}
