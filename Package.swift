@@ -27,6 +27,7 @@ let package = Package(
             .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=GOMP_parallel"]),
         ]),
         .target(name: "SpinetSoundFont", dependencies: ["SpinetEngine", "SpinetMIDI", "CFluidSynth", "CFluidSynthRealtime"]),
+        .target(name: "SpinetEffects"),
         .target(name: "SpinetSynth", dependencies: ["SpinetEngine", "SpinetMIDI"], exclude: ["PRESETS.md"]),
         .target(name: "SpinetFile", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "CSndFile"]),
         .executableTarget(name: "spinet", dependencies: [
@@ -42,6 +43,7 @@ let package = Package(
         .testTarget(name: "SpinetEngineTests", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetTestSupport"]),
         .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetEngine", "SpinetFile", "SpinetMIDI", "SpinetTestSupport"]),
         .testTarget(name: "SpinetSynthTests", dependencies: ["SpinetSynth", "SpinetEngine", "SpinetMIDI", "SpinetTestSupport"]),
+        .testTarget(name: "SpinetEffectsTests", dependencies: ["SpinetEffects", "SpinetTestSupport"]),
         .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport"]),
     ]
 )

@@ -1,0 +1,115 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A stereo second-order filter section (one set of coefficients, a state
+/// per channel), designed with the RBJ "Audio EQ Cookbook" formulas.
+///
+/// Transposed direct form II in Double: two state variables per channel, and
+/// well behaved when the coefficients change while it runs (the equalizer
+/// and the delay glide their corner frequencies). Double, because a 20 Hz
+/// high-pass at 48 kHz has poles within 0.3 % of z = 1, where Float
+/// coefficients and states lose the low end to rounding noise.
+struct Biquad {
+    struct Coefficients: Equatable {
+        var b0 = 1.0, b1 = 0.0, b2 = 0.0, a1 = 0.0, a2 = 0.0
+
+        static let identity = Coefficients()
+
+        /// Butterworth (Q = 1/√2) gives exactly -3.01 dB at `frequency`:
+        /// the cookbook pre-warps the corner of the bilinear transform.
+        static func lowPass(frequency: Double, q: Double = 0.5.squareRoot(), sampleRate: Double) -> Coefficients {
+            let (cosw, alpha) = Self.angle(frequency, q, sampleRate)
+            let a0 = 1 + alpha
+            return Coefficients(b0: (1 - cosw) / 2 / a0, b1: (1 - cosw) / a0, b2: (1 - cosw) / 2 / a0,
+                                a1: -2 * cosw / a0, a2: (1 - alpha) / a0)
+        }
+
+        static func highPass(frequency: Double, q: Double = 0.5.squareRoot(), sampleRate: Double) -> Coefficients {
+            let (cosw, alpha) = Self.angle(frequency, q, sampleRate)
+            let a0 = 1 + alpha
+            return Coefficients(b0: (1 + cosw) / 2 / a0, b1: -(1 + cosw) / a0, b2: (1 + cosw) / 2 / a0,
+                                a1: -2 * cosw / a0, a2: (1 - alpha) / a0)
+        }
+
+        /// Shelf with slope S = 1 (the steepest without overshoot); the gain
+        /// is half (in dB) at `frequency`. At 0 dB the coefficients are
+        /// exactly the identity.
+        static func lowShelf(frequency: Double, gainDB: Double, sampleRate: Double) -> Coefficients {
+            let a = pow(10, gainDB / 40)
+            let (cosw, alpha) = Self.shelfAngle(frequency, a, sampleRate)
+            let beta = 2 * a.squareRoot() * alpha
+            let a0 = (a + 1) + (a - 1) * cosw + beta
+            return Coefficients(b0: a * ((a + 1) - (a - 1) * cosw + beta) / a0,
+                                b1: 2 * a * ((a - 1) - (a + 1) * cosw) / a0,
+                                b2: a * ((a + 1) - (a - 1) * cosw - beta) / a0,
+                                a1: -2 * ((a - 1) + (a + 1) * cosw) / a0,
+                                a2: ((a + 1) + (a - 1) * cosw - beta) / a0)
+        }
+
+        static func highShelf(frequency: Double, gainDB: Double, sampleRate: Double) -> Coefficients {
+            let a = pow(10, gainDB / 40)
+            let (cosw, alpha) = Self.shelfAngle(frequency, a, sampleRate)
+            let beta = 2 * a.squareRoot() * alpha
+            let a0 = (a + 1) - (a - 1) * cosw + beta
+            return Coefficients(b0: a * ((a + 1) + (a - 1) * cosw + beta) / a0,
+                                b1: -2 * a * ((a - 1) + (a + 1) * cosw) / a0,
+                                b2: a * ((a + 1) + (a - 1) * cosw - beta) / a0,
+                                a1: 2 * ((a - 1) - (a + 1) * cosw) / a0,
+                                a2: ((a + 1) - (a - 1) * cosw - beta) / a0)
+        }
+
+        private static func angle(_ f: Double, _ q: Double, _ fs: Double) -> (cos: Double, alpha: Double) {
+            let w0 = 2 * Double.pi * min(max(f, 1), 0.49 * fs) / fs
+            return (cos(w0), sin(w0) / (2 * q))
+        }
+
+        private static func shelfAngle(_ f: Double, _ a: Double, _ fs: Double) -> (cos: Double, alpha: Double) {
+            let w0 = 2 * Double.pi * min(max(f, 1), 0.49 * fs) / fs
+            let slope = 1.0
+            return (cos(w0), sin(w0) / 2 * ((a + 1 / a) * (1 / slope - 1) + 2).squareRoot())
+        }
+    }
+
+    var coefficients = Coefficients.identity
+    private var s1L = 0.0, s2L = 0.0, s1R = 0.0, s2R = 0.0
+
+    /// Render thread only. Filters one stereo frame.
+    @inline(__always) mutating func process(_ left: Double, _ right: Double) -> (Double, Double) {
+        let c = coefficients
+        let yL = c.b0 * left + s1L
+        s1L = DSPMath.flush(c.b1 * left - c.a1 * yL + s2L)
+        s2L = DSPMath.flush(c.b2 * left - c.a2 * yL)
+        let yR = c.b0 * right + s1R
+        s1R = DSPMath.flush(c.b1 * right - c.a1 * yR + s2R)
+        s2R = DSPMath.flush(c.b2 * right - c.a2 * yR)
+        return (yL, yR)
+    }
+
+    /// Render thread only. One channel of a mono use (the left state).
+    @inline(__always) mutating func processLeft(_ x: Double) -> Double {
+        let c = coefficients
+        let y = c.b0 * x + s1L
+        s1L = DSPMath.flush(c.b1 * x - c.a1 * y + s2L)
+        s2L = DSPMath.flush(c.b2 * x - c.a2 * y)
+        return y
+    }
+
+    @inline(__always) mutating func processRight(_ x: Double) -> Double {
+        let c = coefficients
+        let y = c.b0 * x + s1R
+        s1R = DSPMath.flush(c.b1 * x - c.a1 * y + s2R)
+        s2R = DSPMath.flush(c.b2 * x - c.a2 * y)
+        return y
+    }
+
+    mutating func reset() {
+        s1L = 0; s2L = 0; s1R = 0; s2R = 0
+    }
+
+    var subnormalStateCount: Int {
+        [s1L, s2L, s1R, s2R].reduce(0) { $0 + ($1.isSubnormal ? 1 : 0) }
+    }
+}

@@ -1,0 +1,341 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A stereo chorus (and, with a short delay and feedback, a flanger):
+/// up to four voices, each a copy of the input read from a delay line whose
+/// length a sine LFO sweeps.
+///
+/// Design choices:
+/// - **Voices.** Voice v's LFO runs `v / voices` of a cycle after voice 0, so
+///   the delays are spread evenly over the sweep (a dense, even chorus
+///   rather than one wobble). Each voice is scaled by `1/√voices`, which
+///   keeps the level about constant for any voice count. When the count
+///   changes, voices fade in or out and the phase offsets glide (in 0.2 s)
+///   to their new spacing: nothing jumps.
+/// - **Stereo.** The left and right taps of a voice are read from the left
+///   and right input with LFO phases `width · 180°` apart: at width 1 one
+///   side's delay grows while the other's shrinks, the classic wide chorus;
+///   at 0 both sides move together.
+/// - **Sweep.** A voice's delay moves between `delayMilliseconds` and
+///   `delayMilliseconds + depthMilliseconds` (the GM2/GS chorus "delay" is
+///   this minimum delay and its "depth" the sweep).
+/// - **Interpolation.** Hermite (4-point cubic) reads: no high-frequency
+///   loss that pulses with the LFO (linear interpolation's is audible at
+///   flanger settings, where the feedback repeats it).
+/// - **Feedback.** Voice 0's output is fed back into its own delay line
+///   (a flanger's resonance); one loop, so |feedback| < 1 is always stable.
+/// - **Control rate.** LFO values are computed every 32 frames and the
+///   delays interpolated linearly per frame in between (a sub-10 Hz sine is
+///   linear to 1e-4 over 32 frames). Levels, rate, width and feedback glide
+///   in 30-50 ms; delay and depth in 0.5 s, so that even the largest change
+///   bends the pitch by less than 8 % on the way: nothing ever clicks.
+///
+/// A value type that owns buffers: call `deallocate()` once, off the render
+/// thread, and do not copy it.
+public struct Chorus {
+    public struct Parameters: Sendable, Hashable {
+        /// LFO rate, 0...10 Hz.
+        public var rateHz: Double
+        /// Sweep of the delay (peak to peak), 0...20 ms.
+        public var depthMilliseconds: Double
+        /// Shortest delay, 0.1...40 ms (1-5 ms for a flanger, 5-25 for a chorus).
+        public var delayMilliseconds: Double
+        /// Number of voices, 1...4.
+        public var voices: Int
+        /// Feedback of voice 0 into its delay line, -0.95...0.95.
+        public var feedback: Double
+        /// LFO phase difference between left and right, 0 (0°) ... 1 (180°).
+        public var width: Double
+        /// Linear gain of the (100 % wet) return, 0...4.
+        public var wetLevel: Double
+
+        public init(rateHz: Double = 0.6, depthMilliseconds: Double = 3, delayMilliseconds: Double = 8,
+                    voices: Int = 2, feedback: Double = 0, width: Double = 1, wetLevel: Double = 1) {
+            self.rateHz = rateHz
+            self.depthMilliseconds = depthMilliseconds
+            self.delayMilliseconds = delayMilliseconds
+            self.voices = voices
+            self.feedback = feedback
+            self.width = width
+            self.wetLevel = wetLevel
+        }
+
+        /// These parameters with every value inside its range.
+        public var clamped: Parameters {
+            func clamp(_ x: Double, _ lo: Double, _ hi: Double) -> Double { x.isNaN ? lo : min(max(x, lo), hi) }
+            return Parameters(rateHz: clamp(rateHz, 0, Chorus.maxRateHz),
+                              depthMilliseconds: clamp(depthMilliseconds, 0, Chorus.maxDepthMilliseconds),
+                              delayMilliseconds: clamp(delayMilliseconds, 0.1, Chorus.maxDelayMilliseconds),
+                              voices: min(max(voices, 1), Chorus.maxVoices),
+                              feedback: clamp(feedback, -0.95, 0.95),
+                              width: clamp(width, 0, 1),
+                              wetLevel: clamp(wetLevel, 0, 4))
+        }
+    }
+
+    public static let maxVoices = 4
+    public static let maxRateHz = 10.0
+    public static let maxDepthMilliseconds = 20.0
+    public static let maxDelayMilliseconds = 40.0
+    static let controlInterval = 32
+
+    public let sampleRate: Double
+
+    /// The parameters in effect (targets while a change glides).
+    /// Render thread only: setting them allocates nothing and takes no lock.
+    public var parameters: Parameters {
+        didSet {
+            parameters = parameters.clamped
+            applyParameters()
+        }
+    }
+
+    /// Fades the return out (and stops computing once silent) or back in.
+    /// Render thread only.
+    public var isBypassed: Bool {
+        get { bypass.isBypassRequested }
+        set { bypass.set(bypassed: newValue) }
+    }
+
+    /// Seconds after the input stops until the return is 120 dB down.
+    public var tailSeconds: Double {
+        let longest = (parameters.delayMilliseconds + parameters.depthMilliseconds) / 1000
+        let fb = abs(parameters.feedback)
+        let passes = fb < 1e-6 ? 1 : 1 + (120 / (-20 * log10(fb))).rounded(.up)
+        return longest * passes
+    }
+
+    private let capacity: Int
+    private let mask: Int
+    private let bufferLeft: UnsafeMutablePointer<Float>
+    private let bufferRight: UnsafeMutablePointer<Float>
+    private var writeIndex = 0
+
+    // per tap (voice v: left 2v, right 2v+1)
+    private let tapDelay: UnsafeMutablePointer<Float>
+    private let tapDelayEnd: UnsafeMutablePointer<Float>
+    private let tapDelayStep: UnsafeMutablePointer<Float>
+    // per voice
+    private let voiceGain: UnsafeMutablePointer<Float>
+    private let voiceGainEnd: UnsafeMutablePointer<Float>
+    private let voiceGainStep: UnsafeMutablePointer<Float>
+    // Pointers, not arrays: an array element's modify accessor is a
+    // generic coroutine that may allocate in unoptimized builds.
+    private let voiceLevel: UnsafeMutablePointer<SmoothedValue>
+    private let voiceOffset: UnsafeMutablePointer<SmoothedValue>
+
+    private var lfoPhase = 0.0                  // turns
+    private var rate: SmoothedValue
+    private var depthFrames: SmoothedValue
+    private var delayFrames: SmoothedValue
+    private var stereoPhase: SmoothedValue      // turns
+    private var feedback: SmoothedValue
+    private var wet: SmoothedValue
+    private var feedbackRamp = Ramp(0)
+    private var wetRamp = Ramp(0)
+    private var bypass: BypassFade
+    private var needsClear = false
+    private var framesUntilControl = 0
+
+    /// Not on the render thread: allocates the delay lines (60 ms each).
+    public init(sampleRate: Double, parameters: Parameters = Parameters()) {
+        precondition(sampleRate >= 8000, "Chorus needs a sample rate of at least 8 kHz")
+        self.sampleRate = sampleRate
+        let p = parameters.clamped
+        self.parameters = p
+        let longest = (Self.maxDelayMilliseconds + Self.maxDepthMilliseconds) * sampleRate / 1000
+        capacity = DSPMath.powerOfTwo(atLeast: Int(longest.rounded(.up)) + 8)
+        mask = capacity - 1
+        bufferLeft = DSPMath.allocateZeroed(capacity)
+        bufferRight = DSPMath.allocateZeroed(capacity)
+        let taps = 2 * Self.maxVoices
+        tapDelay = DSPMath.allocateZeroed(taps)
+        tapDelayEnd = DSPMath.allocateZeroed(taps)
+        tapDelayStep = DSPMath.allocateZeroed(taps)
+        voiceGain = DSPMath.allocateZeroed(Self.maxVoices)
+        voiceGainEnd = DSPMath.allocateZeroed(Self.maxVoices)
+        voiceGainStep = DSPMath.allocateZeroed(Self.maxVoices)
+
+        let levelFrames = Int(0.03 * sampleRate)
+        let shapeFrames = Int(0.05 * sampleRate)
+        let offsetFrames = Int(0.2 * sampleRate)
+        let sweepFrames = Int(0.5 * sampleRate)
+        voiceLevel = .allocate(capacity: Self.maxVoices)
+        voiceOffset = .allocate(capacity: Self.maxVoices)
+        for v in 0..<Self.maxVoices {
+            (voiceLevel + v).initialize(to: SmoothedValue(v < p.voices ? 1 / Double(p.voices).squareRoot() : 0,
+                                                          rampFrames: levelFrames))
+            (voiceOffset + v).initialize(to: SmoothedValue(v < p.voices ? Double(v) / Double(p.voices) : 0,
+                                                           rampFrames: offsetFrames))
+        }
+        rate = SmoothedValue(p.rateHz, rampFrames: shapeFrames)
+        // Delay and depth glide slowly enough that the Doppler shift of the
+        // glide stays small (at most 8 % for the largest change, 40 ms).
+        depthFrames = SmoothedValue(p.depthMilliseconds * sampleRate / 1000, rampFrames: sweepFrames)
+        delayFrames = SmoothedValue(p.delayMilliseconds * sampleRate / 1000, rampFrames: sweepFrames)
+        stereoPhase = SmoothedValue(0.5 * p.width, rampFrames: shapeFrames)
+        feedback = SmoothedValue(p.feedback, rampFrames: shapeFrames)
+        wet = SmoothedValue(p.wetLevel, rampFrames: levelFrames)
+        feedbackRamp.reset(to: Float(p.feedback))
+        wetRamp.reset(to: Float(p.wetLevel))
+        bypass = BypassFade(sampleRate: sampleRate)
+        for v in 0..<Self.maxVoices {
+            voiceGain[v] = Float(voiceLevel[v].current)
+            voiceGainEnd[v] = voiceGain[v]
+            for side in 0..<2 {
+                let d = tapTarget(voice: v, side: side)
+                tapDelay[2 * v + side] = d
+                tapDelayEnd[2 * v + side] = d
+            }
+        }
+    }
+
+    /// Frees the buffers. Call once, off the render thread.
+    public mutating func deallocate() {
+        bufferLeft.deallocate(); bufferRight.deallocate()
+        tapDelay.deallocate(); tapDelayEnd.deallocate(); tapDelayStep.deallocate()
+        voiceGain.deallocate(); voiceGainEnd.deallocate(); voiceGainStep.deallocate()
+        voiceLevel.deallocate(); voiceOffset.deallocate()
+    }
+
+    /// Render thread only. Silences the chorus at once; glides jump to their targets.
+    public mutating func reset() {
+        needsClear = false
+        bufferLeft.update(repeating: 0, count: capacity)
+        bufferRight.update(repeating: 0, count: capacity)
+        for v in 0..<Self.maxVoices {
+            voiceLevel[v].jump(to: voiceLevel[v].target)
+            voiceOffset[v].jump(to: voiceOffset[v].target)
+        }
+        rate.jump(to: rate.target)
+        depthFrames.jump(to: depthFrames.target)
+        delayFrames.jump(to: delayFrames.target)
+        stereoPhase.jump(to: stereoPhase.target)
+        feedback.jump(to: feedback.target)
+        wet.jump(to: wet.target)
+        feedbackRamp.reset(to: Float(feedback.current))
+        wetRamp.reset(to: Float(wet.current))
+        for v in 0..<Self.maxVoices {
+            voiceGain[v] = Float(voiceLevel[v].current)
+            voiceGainEnd[v] = voiceGain[v]
+            voiceGainStep[v] = 0
+            for side in 0..<2 {
+                let d = tapTarget(voice: v, side: side)
+                tapDelay[2 * v + side] = d
+                tapDelayEnd[2 * v + side] = d
+                tapDelayStep[2 * v + side] = 0
+            }
+        }
+        framesUntilControl = 0
+    }
+
+    /// Render thread only. Adds the 100 %-wet stereo return of `frames`
+    /// frames of input to the outputs. Any frame count, including 0.
+    /// Allocates nothing, takes no lock, makes no system call.
+    public mutating func process(inputLeft: UnsafePointer<Float>, inputRight: UnsafePointer<Float>,
+                                 outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
+                                 frames: Int) {
+        guard frames > 0 else { return }
+        if bypass.isSilent {
+            if needsClear { reset() }
+            return
+        }
+        needsClear = true
+        let bufferLeft = self.bufferLeft, bufferRight = self.bufferRight, mask = self.mask
+        let tapDelay = self.tapDelay, tapDelayStep = self.tapDelayStep
+        let voiceGain = self.voiceGain, voiceGainStep = self.voiceGainStep
+
+        var frame = 0
+        while frame < frames {
+            if framesUntilControl == 0 {
+                beginControlPeriod()
+                framesUntilControl = Self.controlInterval
+            }
+            let count = min(framesUntilControl, frames - frame)
+            framesUntilControl -= count
+            let end = frame + count
+            while frame < end {
+                let fade = bypass.next()
+                var sumL: Float = 0, sumR: Float = 0
+                var feedL: Float = 0, feedR: Float = 0
+                var v = 0
+                while v < Self.maxVoices {
+                    let g = voiceGain[v] + voiceGainStep[v]
+                    voiceGain[v] = g
+                    let dl = tapDelay[2 * v] + tapDelayStep[2 * v]
+                    let dr = tapDelay[2 * v + 1] + tapDelayStep[2 * v + 1]
+                    tapDelay[2 * v] = dl
+                    tapDelay[2 * v + 1] = dr
+                    if g != 0 || v == 0 {
+                        let l = DSPMath.readInterpolated(bufferLeft, mask: mask, writeIndex: writeIndex, delay: dl)
+                        let r = DSPMath.readInterpolated(bufferRight, mask: mask, writeIndex: writeIndex, delay: dr)
+                        if v == 0 { feedL = l; feedR = r }
+                        sumL += g * l
+                        sumR += g * r
+                    }
+                    v += 1
+                }
+                let fb = feedbackRamp.next()
+                bufferLeft[writeIndex] = DSPMath.flush(inputLeft[frame] * fade + fb * feedL)
+                bufferRight[writeIndex] = DSPMath.flush(inputRight[frame] * fade + fb * feedR)
+                writeIndex = (writeIndex &+ 1) & mask
+                let gain = wetRamp.next() * fade
+                outputLeft[frame] += gain * sumL
+                outputRight[frame] += gain * sumR
+                frame += 1
+            }
+        }
+    }
+
+    // MARK: Control
+
+    /// Delay (frames) of a voice's tap at the current LFO phase and glides.
+    private func tapTarget(voice v: Int, side: Int) -> Float {
+        let phase = lfoPhase + voiceOffset[v].current + (side == 1 ? stereoPhase.current : 0)
+        let sweep = 0.5 + 0.5 * DSPMath.sine(turns: phase)
+        // Hermite needs two frames of history on the near side.
+        return Float(max(2.0, delayFrames.current + depthFrames.current * sweep))
+    }
+
+    private mutating func beginControlPeriod() {
+        let frames = Self.controlInterval
+        bypass.beginPeriod(frames: frames)
+        wetRamp.begin(to: Float(wet.advance(frames)), frames: frames)
+        feedbackRamp.begin(to: Float(feedback.advance(frames)), frames: frames)
+        let hz = rate.advance(frames)
+        lfoPhase += hz * Double(frames) / sampleRate
+        lfoPhase -= lfoPhase.rounded(.down)
+        depthFrames.advance(frames)
+        delayFrames.advance(frames)
+        stereoPhase.advance(frames)
+        for v in 0..<Self.maxVoices {
+            voiceOffset[v].advance(frames)
+            voiceGain[v] = voiceGainEnd[v]
+            voiceGainEnd[v] = Float(voiceLevel[v].advance(frames))
+            voiceGainStep[v] = (voiceGainEnd[v] - voiceGain[v]) / Float(frames)
+            for side in 0..<2 {
+                let t = 2 * v + side
+                tapDelay[t] = tapDelayEnd[t]
+                tapDelayEnd[t] = tapTarget(voice: v, side: side)
+                tapDelayStep[t] = (tapDelayEnd[t] - tapDelay[t]) / Float(frames)
+            }
+        }
+    }
+
+    private mutating func applyParameters() {
+        let p = parameters
+        rate.set(p.rateHz)
+        depthFrames.set(p.depthMilliseconds * sampleRate / 1000)
+        delayFrames.set(p.delayMilliseconds * sampleRate / 1000)
+        stereoPhase.set(0.5 * p.width)
+        feedback.set(p.feedback)
+        wet.set(p.wetLevel)
+        for v in 0..<Self.maxVoices {
+            voiceLevel[v].set(v < p.voices ? 1 / Double(p.voices).squareRoot() : 0)
+            if v < p.voices { voiceOffset[v].set(Double(v) / Double(p.voices)) }
+        }
+    }
+}
