@@ -19,7 +19,7 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
 
         .target(name: "SpinetMIDI"),
-        .target(name: "SpinetEngine", dependencies: ["SpinetMIDI"]),
+        .target(name: "SpinetEngine", dependencies: ["SpinetMIDI", "SpinetEffects"]),
         // Its GOMP_parallel must be in the executable's dynamic symbol table so
         // that libfluidsynth binds to it (see gomp_inline.c).
         .target(name: "CFluidSynthRealtime", linkerSettings: [

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SpinetEffects
 import SpinetMIDI
 
 /// Spinet's real-time core: pulls events from its input queues, splits each
@@ -29,6 +30,11 @@ public final class Engine: @unchecked Sendable {
         /// the caller of `render` waits for the workers each slice, which a
         /// live render thread must never do. 1 renders everything on the caller.
         public var offlineRenderThreads: Int = 1
+        /// The shared send effects (nil: that effect is off). Units feed them
+        /// through their sends (CC 91 reverb, CC 93 chorus, CC 94 delay).
+        public var reverb: ReverbPreset? = nil
+        public var chorus: ChorusPreset? = nil
+        public var delay: DelayPreset? = nil
         public init() {}
     }
 
@@ -50,8 +56,15 @@ public final class Engine: @unchecked Sendable {
     public private(set) var sampleRate: Double = 0
     public private(set) var maxFrames: Int = 0
     private var prepared = false
-    private var unitLeft: [UnsafeMutablePointer<Float>] = []
-    private var unitRight: [UnsafeMutablePointer<Float>] = []
+    /// Per unit: dry stereo and three stereo sends, `maxFrames` each.
+    private var unitOutputs: [UnitOutput] = []
+    /// The summed sends and the effects they feed.
+    private var sendBuffers: UnsafeMutablePointer<Float>?
+    private var reverb: Reverb?
+    private var chorus: Chorus?
+    private var delay: Delay?
+    private var reverbIdle = Int.max, chorusIdle = Int.max, delayIdle = Int.max
+    private var reverbTailFrames = 0, chorusTailFrames = 0, delayTailFrames = 0
     private var sliceEvents: UnsafeMutablePointer<SliceEvent>
     private var sliceEventCount = 0
     private var sysExArena: UnsafeMutablePointer<UInt8>
@@ -116,8 +129,11 @@ public final class Engine: @unchecked Sendable {
         sliceEvents.deallocate()
         sysExArena.deallocate()
         gainRamp.deallocate()
-        for p in unitLeft { p.deallocate() }
-        for p in unitRight { p.deallocate() }
+        for o in unitOutputs { o.left.deallocate() }
+        sendBuffers?.deallocate()
+        reverb?.deallocate()
+        chorus?.deallocate()
+        delay?.deallocate()
         limiter?.deallocate()
         workers?.stop()
     }
@@ -178,13 +194,17 @@ public final class Engine: @unchecked Sendable {
         self.maxFrames = maxFrames
         for unit in units {
             unit.prepare(sampleRate: sampleRate, maxFrames: maxFrames, channels: channelCount)
-            let l = UnsafeMutablePointer<Float>.allocate(capacity: maxFrames)
-            let r = UnsafeMutablePointer<Float>.allocate(capacity: maxFrames)
-            l.initialize(repeating: 0, count: maxFrames)
-            r.initialize(repeating: 0, count: maxFrames)
-            unitLeft.append(l)
-            unitRight.append(r)
+            unitOutputs.append(Self.allocateOutput(frames: maxFrames))
         }
+        let sends = UnsafeMutablePointer<Float>.allocate(capacity: 6 * maxFrames)
+        sends.initialize(repeating: 0, count: 6 * maxFrames)
+        sendBuffers = sends
+        if let preset = configuration.reverb { reverb = Reverb(sampleRate: sampleRate, parameters: preset.parameters) }
+        if let preset = configuration.chorus { chorus = Chorus(sampleRate: sampleRate, parameters: preset.parameters) }
+        if let preset = configuration.delay { delay = Delay(sampleRate: sampleRate, parameters: preset.parameters) }
+        reverbTailFrames = Int((reverb?.tailSeconds ?? 0) * sampleRate) + maxFrames
+        chorusTailFrames = Int((chorus?.tailSeconds ?? 0) * sampleRate) + maxFrames
+        delayTailFrames = Int((delay?.tailSeconds ?? 0) * sampleRate) + maxFrames
         gainRamp.deallocate()
         gainRamp = .allocate(capacity: maxFrames)
         gainRamp.initialize(repeating: 1, count: maxFrames)
@@ -194,6 +214,56 @@ public final class Engine: @unchecked Sendable {
         let threads = min(configuration.offlineRenderThreads, units.count)
         if threads > 1 { workers = UnitWorkers(engine: self, threads: threads, units: units.count) }
         prepared = true
+    }
+
+    /// One block of eight planar buffers: dry L/R, reverb, chorus and delay sends.
+    static func allocateOutput(frames: Int) -> UnitOutput {
+        let base = UnsafeMutablePointer<Float>.allocate(capacity: 8 * frames)
+        base.initialize(repeating: 0, count: 8 * frames)
+        return UnitOutput(left: base, right: base + frames,
+                          reverbLeft: base + 2 * frames, reverbRight: base + 3 * frames,
+                          chorusLeft: base + 4 * frames, chorusRight: base + 5 * frames,
+                          delayLeft: base + 6 * frames, delayRight: base + 7 * frames)
+    }
+
+    @inline(__always)
+    static func add(_ source: UnsafeMutablePointer<Float>, into destination: UnsafeMutablePointer<Float>, _ frames: Int) {
+        for i in 0..<frames { destination[i] += source[i] }
+    }
+
+    @inline(__always)
+    static func accumulate(_ source: UnsafeMutablePointer<Float>, into destination: UnsafeMutablePointer<Float>, first: Bool, _ frames: Int) {
+        if first {
+            destination.update(from: source, count: frames)
+        } else {
+            for i in 0..<frames { destination[i] += source[i] }
+        }
+    }
+
+    /// Counts silent input frames; true while the effect may still sound
+    /// (input within the last `tail` frames).
+    @inline(__always)
+    static func stillRinging(_ idle: inout Int, _ l: UnsafeMutablePointer<Float>, _ r: UnsafeMutablePointer<Float>, _ frames: Int, tail: Int) -> Bool {
+        var silent = true
+        for i in 0..<frames where l[i] != 0 || r[i] != 0 { silent = false; break }
+        if silent {
+            if idle < Int.max - frames { idle += frames }
+        } else {
+            idle = 0
+        }
+        return idle < tail
+    }
+
+    /// Sets the tempo tempo-synced effects follow (the delay). Render thread,
+    /// or before rendering starts.
+    public func setTempo(beatsPerMinute bpm: Double) {
+        guard bpm > 0 && bpm.isFinite else { return }
+        delay?.setTempo(bpm: bpm)
+    }
+
+    /// Longest time the effects ring after their input stops, in seconds.
+    public var effectTailSeconds: Double {
+        max(reverb?.tailSeconds ?? 0, chorus?.tailSeconds ?? 0, delay?.tailSeconds ?? 0)
     }
 
     /// Frames of delay the engine adds after the units (the limiter's look-ahead).
@@ -332,20 +402,40 @@ public final class Engine: @unchecked Sendable {
             if sliceStart >= blockEnd { break }
         }
 
-        // Mix: plain Float32 sum (headroom is the float range), then gain.
-        if unitCount == 0 {
-            left.update(repeating: 0, count: frames)
-            right.update(repeating: 0, count: frames)
-        } else {
-            left.update(from: unitLeft[0], count: frames)
-            right.update(from: unitRight[0], count: frames)
-            for u in 1..<unitCount {
-                let ul = unitLeft[u], ur = unitRight[u]
-                for i in 0..<frames {
-                    left[i] += ul[i]
-                    right[i] += ur[i]
-                }
+        // Mix: plain Float32 sum (headroom is the float range) of the dry
+        // sound and of the sends; the send effects add their returns.
+        left.update(repeating: 0, count: frames)
+        right.update(repeating: 0, count: frames)
+        let sends = sendBuffers!
+        let n = maxFrames
+        let hasEffects = reverb != nil || chorus != nil || delay != nil
+        if hasEffects && unitCount == 0 { sends.update(repeating: 0, count: 6 * n) }
+        var u = 0
+        while u < unitCount {
+            let o = unitOutputs[u]
+            // one simple loop per buffer: each vectorizes
+            Self.add(o.left, into: left, frames)
+            Self.add(o.right, into: right, frames)
+            if hasEffects {
+                Self.accumulate(o.reverbLeft, into: sends, first: u == 0, frames)
+                Self.accumulate(o.reverbRight, into: sends + n, first: u == 0, frames)
+                Self.accumulate(o.chorusLeft, into: sends + 2 * n, first: u == 0, frames)
+                Self.accumulate(o.chorusRight, into: sends + 3 * n, first: u == 0, frames)
+                Self.accumulate(o.delayLeft, into: sends + 4 * n, first: u == 0, frames)
+                Self.accumulate(o.delayRight, into: sends + 5 * n, first: u == 0, frames)
             }
+            u += 1
+        }
+        // An effect whose input has been silent for longer than its tail is
+        // skipped: its output would be silence.
+        if reverb != nil && Self.stillRinging(&reverbIdle, sends, sends + n, frames, tail: reverbTailFrames) {
+            reverb!.process(inputLeft: sends, inputRight: sends + n, outputLeft: left, outputRight: right, frames: frames)
+        }
+        if chorus != nil && Self.stillRinging(&chorusIdle, sends + 2 * n, sends + 3 * n, frames, tail: chorusTailFrames) {
+            chorus!.process(inputLeft: sends + 2 * n, inputRight: sends + 3 * n, outputLeft: left, outputRight: right, frames: frames)
+        }
+        if delay != nil && Self.stillRinging(&delayIdle, sends + 4 * n, sends + 5 * n, frames, tail: delayTailFrames) {
+            delay!.process(inputLeft: sends + 4 * n, inputRight: sends + 5 * n, outputLeft: left, outputRight: right, frames: frames)
         }
         let requestedFade = fadeRequest.exchange(0, ordering: .acquiring)
         if requestedFade > 0 { fadeStep = fadeGain / Float(requestedFade) }
@@ -409,8 +499,7 @@ public final class Engine: @unchecked Sendable {
     func renderUnit(_ u: Int, sliceStart: Int64, sliceEnd: Int64, blockStart: Int64) {
         let unit = units[u]
         var position = sliceStart
-        let l = unitLeft[u] + Int(sliceStart - blockStart)
-        let r = unitRight[u] + Int(sliceStart - blockStart)
+        let output = unitOutputs[u].advanced(by: Int(sliceStart - blockStart))
         for e in 0..<sliceEventCount {
             let event = sliceEvents[e]
             switch event.kind {
@@ -421,7 +510,7 @@ public final class Engine: @unchecked Sendable {
             }
             let at = min(max(unit.deliveryFrame(forEventAt: event.frame), position), sliceEnd)
             if at > position {
-                unit.render(left: l + Int(position - sliceStart), right: r + Int(position - sliceStart), frames: Int(at - position))
+                unit.render(output.advanced(by: Int(position - sliceStart)), frames: Int(at - position))
                 position = at
             }
             switch event.kind {
@@ -432,7 +521,7 @@ public final class Engine: @unchecked Sendable {
             }
         }
         if sliceEnd > position {
-            unit.render(left: l + Int(position - sliceStart), right: r + Int(position - sliceStart), frames: Int(sliceEnd - position))
+            unit.render(output.advanced(by: Int(position - sliceStart)), frames: Int(sliceEnd - position))
         }
     }
 

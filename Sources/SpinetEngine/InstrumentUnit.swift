@@ -32,10 +32,58 @@ public protocol InstrumentUnit: AnyObject {
     /// `frames` may be 0. Allocates nothing, takes no lock, makes no system call.
     func render(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int)
 
+    /// Render thread only. Writes `frames` frames of dry sound and effect
+    /// sends. The default writes `render(left:right:frames:)` and silence.
+    func render(_ output: UnitOutput, frames: Int)
+
     /// Render thread only. Voices currently sounding.
     var activeVoices: Int { get }
 }
 
+/// Where a unit writes one slice of sound: the dry stereo mix and its
+/// stereo sends to the shared reverb, chorus and delay (each already scaled
+/// by the channel's send level: CC 91, CC 93, CC 94). Pointers are at the
+/// slice's first frame.
+public struct UnitOutput {
+    public var left: UnsafeMutablePointer<Float>
+    public var right: UnsafeMutablePointer<Float>
+    public var reverbLeft: UnsafeMutablePointer<Float>
+    public var reverbRight: UnsafeMutablePointer<Float>
+    public var chorusLeft: UnsafeMutablePointer<Float>
+    public var chorusRight: UnsafeMutablePointer<Float>
+    public var delayLeft: UnsafeMutablePointer<Float>
+    public var delayRight: UnsafeMutablePointer<Float>
+
+    public init(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
+                reverbLeft: UnsafeMutablePointer<Float>, reverbRight: UnsafeMutablePointer<Float>,
+                chorusLeft: UnsafeMutablePointer<Float>, chorusRight: UnsafeMutablePointer<Float>,
+                delayLeft: UnsafeMutablePointer<Float>, delayRight: UnsafeMutablePointer<Float>) {
+        self.left = left; self.right = right
+        self.reverbLeft = reverbLeft; self.reverbRight = reverbRight
+        self.chorusLeft = chorusLeft; self.chorusRight = chorusRight
+        self.delayLeft = delayLeft; self.delayRight = delayRight
+    }
+
+    /// The same buffers `frames` frames further on.
+    @inlinable public func advanced(by frames: Int) -> UnitOutput {
+        UnitOutput(left: left + frames, right: right + frames,
+                   reverbLeft: reverbLeft + frames, reverbRight: reverbRight + frames,
+                   chorusLeft: chorusLeft + frames, chorusRight: chorusRight + frames,
+                   delayLeft: delayLeft + frames, delayRight: delayRight + frames)
+    }
+}
+
 extension InstrumentUnit {
     public func deliveryFrame(forEventAt frame: Int64) -> Int64 { frame }
+
+    /// Render thread only. A unit without effect sends: dry sound, silent sends.
+    public func render(_ output: UnitOutput, frames: Int) {
+        render(left: output.left, right: output.right, frames: frames)
+        output.reverbLeft.update(repeating: 0, count: frames)
+        output.reverbRight.update(repeating: 0, count: frames)
+        output.chorusLeft.update(repeating: 0, count: frames)
+        output.chorusRight.update(repeating: 0, count: frames)
+        output.delayLeft.update(repeating: 0, count: frames)
+        output.delayRight.update(repeating: 0, count: frames)
+    }
 }

@@ -64,7 +64,9 @@ public final class OfflineRenderer {
         let events = schedule.events
         let musicEnd = max(schedule.endFrame, events.last?.frame ?? 0)
         let silenceFrames = Int64(options.silenceWindow * rate)
-        let capFrame = musicEnd + Int64(options.tailCap * rate)
+        // Saturating: a damaged file's music can end near Int64.max.
+        let (capSum, capOverflow) = musicEnd.addingReportingOverflow(Int64(options.tailCap * rate))
+        let capFrame = capOverflow ? Int64.max : capSum
         let fadeFrames = max(1, Int(options.fadeSeconds * rate))
 
         let left = UnsafeMutablePointer<Float>.allocate(capacity: block)
@@ -77,6 +79,8 @@ public final class OfflineRenderer {
         var held = 0
 
         var next = 0
+        var nextTempo = 0
+        let tempos = schedule.tempoChanges
         var rendered: Int64 = 0          // engine frames
         var written: Int64 = 0           // output frames handed to sink (output frame = engine frame - latency)
         var peak: Float = 0
@@ -89,6 +93,11 @@ public final class OfflineRenderer {
             if shouldStop() { interrupted = true; break }
             // Hand the engine this block's events through the same queue the live driver uses.
             let blockEnd = rendered + Int64(block)
+            // Tempo-synced effects follow the file's tempo, from the block its change falls in.
+            while nextTempo < tempos.count && tempos[nextTempo].frame < blockEnd {
+                engine.setTempo(beatsPerMinute: 60_000_000 / Double(max(tempos[nextTempo].microsecondsPerQuarter, 1)))
+                nextTempo += 1
+            }
             while next < events.count && events[next].frame < blockEnd {
                 let e = events[next]
                 let ok: Bool

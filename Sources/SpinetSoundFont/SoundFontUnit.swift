@@ -17,7 +17,10 @@ public struct SoundFontError: Error, CustomStringConvertible, Sendable {
 public struct SoundFontOptions: Sendable {
     /// Voices FluidSynth may sound at once (it steals beyond that).
     public var polyphony: Int = 256
-    /// FluidSynth's own reverb and chorus (on until Spinet's effects stage replaces them).
+    /// FluidSynth's own reverb and chorus (the default). Off: the unit gives
+    /// Spinet's shared effects stage per-channel sends instead (CC 91/93/94).
+    /// FluidSynth's freeverb is about three times cheaper than Spinet's FDN
+    /// reverb today, so it stays the default until the FDN is vectorized.
     public var fluidEffects: Bool = true
     /// FluidSynth's output gain; 0.2 is its own default, so levels match its renders.
     public var gain: Double = 0.2
@@ -47,7 +50,18 @@ public final class SoundFontUnit: InstrumentUnit {
     private let synth: OpaquePointer
     private var softPedal: UnsafeMutablePointer<Bool>
     private let softVelocity: Double
+    private let fluidEffects: Bool
+    /// FluidSynth output groups: channel c renders into group c % groups.
+    private let groups: Int
+    private var maxFrames = 0
+    private var channelBuffers: UnsafeMutablePointer<Float>?
+    private var outPointers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>?
+    /// Send levels per channel (0...1): target from CC 91/93/94, current for ramping.
+    private var sendTarget: UnsafeMutablePointer<Float>
+    private var sendCurrent: UnsafeMutablePointer<Float>
     private var voices = 0
+
+    private static let creation = NSLock()
 
     /// FluidSynth's block: events take effect on its boundaries.
     public static let grid: Int64 = 64
@@ -71,13 +85,27 @@ public final class SoundFontUnit: InstrumentUnit {
         fluid_settings_setint(settings, "synth.cpu-cores", 1)
         fluid_settings_setint(settings, "synth.verbose", 0)
         fluid_settings_setnum(settings, "synth.gain", options.gain)
-        guard let synth = new_fluid_synth(settings) else {
+        // Without its own effects FluidSynth hands Spinet one stereo output
+        // per MIDI channel, from which the unit makes the effect sends.
+        let groups = options.fluidEffects ? 1 : min(channels, 128)
+        fluid_settings_setint(settings, "synth.audio-groups", Int32(groups))
+        fluid_settings_setint(settings, "synth.audio-channels", Int32(groups))
+        // FluidSynth fills process-wide tables the first time a synth is
+        // created, without guarding against a second thread doing the same;
+        // Spinet creates and loads synths one at a time (never on the render thread).
+        Self.creation.lock()
+        let created = new_fluid_synth(settings)
+        Self.creation.unlock()
+        guard let synth = created else {
             delete_fluid_settings(settings)
             throw SoundFontError(path: fonts.first ?? "-", reason: "FluidSynth could not create a synthesizer: \(FluidLog.takeCollected().last ?? "unknown reason")")
         }
         _ = FluidLog.takeCollected()
         for path in fonts {
-            if fluid_synth_sfload(synth, path, 1) == FLUID_FAILED {
+            Self.creation.lock()
+            let id = fluid_synth_sfload(synth, path, 1)
+            Self.creation.unlock()
+            if id == FLUID_FAILED {
                 let why = FluidLog.takeCollected().last.map { " (\($0))" } ?? ""
                 delete_fluid_synth(synth)
                 delete_fluid_settings(settings)
@@ -97,12 +125,31 @@ public final class SoundFontUnit: InstrumentUnit {
         softVelocity = options.softPedalVelocity
         softPedal = .allocate(capacity: channels)
         softPedal.initialize(repeating: false, count: channels)
+        fluidEffects = options.fluidEffects
+        self.groups = groups
+        sendTarget = .allocate(capacity: 3 * groups)
+        sendCurrent = .allocate(capacity: 3 * groups)
+        Self.resetSends(sendTarget, groups: groups)
+        Self.resetSends(sendCurrent, groups: groups)
+    }
+
+    /// General MIDI defaults: reverb send 40, chorus 0, delay 0.
+    static func resetSends(_ levels: UnsafeMutablePointer<Float>, groups: Int) {
+        for g in 0..<groups {
+            levels[3 * g] = 40 / 127
+            levels[3 * g + 1] = 0
+            levels[3 * g + 2] = 0
+        }
     }
 
     deinit {
         delete_fluid_synth(synth)
         delete_fluid_settings(settings)
         softPedal.deallocate()
+        sendTarget.deallocate()
+        sendCurrent.deallocate()
+        channelBuffers?.deallocate()
+        outPointers?.deallocate()
     }
 
     /// Checks a path before any audio work: present, readable, a SoundFont.
@@ -174,6 +221,73 @@ public final class SoundFontUnit: InstrumentUnit {
     public func prepare(sampleRate: Double, maxFrames: Int, channels: Int) {
         precondition(sampleRate == self.sampleRate, "SoundFontUnit was loaded for \(self.sampleRate) Hz")
         precondition(channels <= self.channels, "SoundFontUnit was loaded for \(self.channels) channels")
+        channelBuffers?.deallocate()
+        outPointers?.deallocate()
+        self.maxFrames = maxFrames
+        let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 2 * groups * maxFrames)
+        buffers.initialize(repeating: 0, count: 2 * groups * maxFrames)
+        channelBuffers = buffers
+        let pointers = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: 2 * groups)
+        for k in 0..<(2 * groups) { pointers[k] = buffers + k * maxFrames }
+        outPointers = pointers
+    }
+
+    /// Render thread only. Dry sound and the CC 91/93/94 sends, from
+    /// FluidSynth's per-channel outputs (or FluidSynth's own mix and effects
+    /// with `fluidEffects`, and silent sends).
+    public func render(_ output: UnitOutput, frames: Int) {
+        guard frames > 0 else { return }
+        guard !fluidEffects, let buffers = channelBuffers, let pointers = outPointers else {
+            render(left: output.left, right: output.right, frames: frames)
+            output.reverbLeft.update(repeating: 0, count: frames)
+            output.reverbRight.update(repeating: 0, count: frames)
+            output.chorusLeft.update(repeating: 0, count: frames)
+            output.chorusRight.update(repeating: 0, count: frames)
+            output.delayLeft.update(repeating: 0, count: frames)
+            output.delayRight.update(repeating: 0, count: frames)
+            return
+        }
+        FluidLog.markRenderThread()
+        let stride = maxFrames
+        for k in 0..<(2 * groups) { (buffers + k * stride).update(repeating: 0, count: frames) }
+        fluid_synth_process(synth, Int32(frames), 0, nil, Int32(2 * groups), pointers)
+        voices = Int(fluid_synth_get_active_voice_count(synth))
+        output.left.update(repeating: 0, count: frames)
+        output.right.update(repeating: 0, count: frames)
+        output.reverbLeft.update(repeating: 0, count: frames)
+        output.reverbRight.update(repeating: 0, count: frames)
+        output.chorusLeft.update(repeating: 0, count: frames)
+        output.chorusRight.update(repeating: 0, count: frames)
+        output.delayLeft.update(repeating: 0, count: frames)
+        output.delayRight.update(repeating: 0, count: frames)
+        let ramp = 1 / Float(frames)
+        for g in 0..<groups {
+            let l = buffers + 2 * g * stride, r = buffers + (2 * g + 1) * stride
+            for i in 0..<frames {
+                output.left[i] += l[i]
+                output.right[i] += r[i]
+            }
+            mixSend(3 * g, l, r, into: output.reverbLeft, output.reverbRight, frames: frames, ramp: ramp)
+            mixSend(3 * g + 1, l, r, into: output.chorusLeft, output.chorusRight, frames: frames, ramp: ramp)
+            mixSend(3 * g + 2, l, r, into: output.delayLeft, output.delayRight, frames: frames, ramp: ramp)
+        }
+    }
+
+    /// Adds one channel into one send, its level ramping from the current
+    /// value to the target over the call (no zipper noise on CC changes).
+    @inline(__always)
+    private func mixSend(_ index: Int, _ l: UnsafeMutablePointer<Float>, _ r: UnsafeMutablePointer<Float>,
+                         into dl: UnsafeMutablePointer<Float>, _ dr: UnsafeMutablePointer<Float>, frames: Int, ramp: Float) {
+        let from = sendCurrent[index], to = sendTarget[index]
+        if from == 0 && to == 0 { return }
+        let step = (to - from) * ramp
+        var level = from
+        for i in 0..<frames {
+            level += step
+            dl[i] += l[i] * level
+            dr[i] += r[i] * level
+        }
+        sendCurrent[index] = to
     }
 
     public func deliveryFrame(forEventAt frame: Int64) -> Int64 {
@@ -199,6 +313,10 @@ public final class SoundFontUnit: InstrumentUnit {
             fluid_synth_key_pressure(synth, Int32(c), Int32(k), Int32(p))
         case .controlChange(let c, let n, let v):
             if n == MIDIController.soft { softPedal[Int(c)] = v >= 64 }
+            let g = Int(c) % groups
+            if n == MIDIController.reverbSend { sendTarget[3 * g] = Float(v) / 127 }
+            if n == MIDIController.chorusSend { sendTarget[3 * g + 1] = Float(v) / 127 }
+            if n == MIDIController.delaySend { sendTarget[3 * g + 2] = Float(v) / 127 }
             if n == MIDIController.resetAllControllers { softPedal[Int(c)] = false }
             fluid_synth_cc(synth, Int32(c), Int32(n), Int32(v))
         case .programChange(let c, let p):
@@ -209,6 +327,7 @@ public final class SoundFontUnit: InstrumentUnit {
             fluid_synth_pitch_bend(synth, Int32(c), Int32(v))
         case .systemReset:
             softPedal.update(repeating: false, count: channels)
+            Self.resetSends(sendTarget, groups: groups)
             fluid_synth_system_reset(synth)
         }
     }
@@ -219,8 +338,11 @@ public final class SoundFontUnit: InstrumentUnit {
         base.withMemoryRebound(to: CChar.self, capacity: message.count) { p in
             _ = fluid_synth_sysex(synth, p + 1, Int32(message.count - 2), nil, nil, nil, 0)
         }
-        if message.count >= 6 && message[1] == 0x7E && message[3] == 0x09 {
-            softPedal.update(repeating: false, count: channels)   // GM System On/Off
+        let gmReset = message.count >= 6 && message[1] == 0x7E && message[3] == 0x09
+        let gsReset = message.count == 11 && message[1] == 0x41 && message[3] == 0x42 && message[5] == 0x40 && message[6] == 0x00 && message[7] == 0x7F
+        if gmReset || gsReset {
+            softPedal.update(repeating: false, count: channels)
+            Self.resetSends(sendTarget, groups: groups)
         }
     }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Glibc
 import Synchronization
+import SpinetEffects
 import SpinetEngine
 import SpinetFile
 import SpinetMIDI
@@ -63,6 +64,21 @@ struct Render: ParsableCommand {
 
     @Option(help: ArgumentHelp("A JSON file of synth presets (see Sources/SpinetSynth/PRESETS.md).", valueName: "path"))
     var presets: String?
+
+    @Option(help: "Effects: fluidsynth (FluidSynth's reverb and chorus, the default) or spinet (Spinet's reverb, chorus and delay on CC 91/93/94 sends).")
+    var effects: String = "fluidsynth"
+
+    @Option(help: "Spinet reverb preset: room, hall, plate or none (implies --effects spinet).")
+    var reverb: String?
+
+    @Option(help: "Spinet chorus preset: subtle, wide or none (implies --effects spinet).")
+    var chorus: String?
+
+    @Option(help: "Spinet delay preset: eighth, dotted-eighth or none, synced to the file's tempo (implies --effects spinet).")
+    var delay: String?
+
+    @Flag(help: "No effects at all, for comparisons.")
+    var dry = false
 
     @Flag(help: "Overwrite an existing output file.")
     var force = false
@@ -135,6 +151,12 @@ struct Render: ParsableCommand {
         guard hasNotes else {
             throw Failure("\(input) has no notes to play (\(schedule.events.count) events, none a note-on); nothing rendered")
         }
+        // A few bytes of delta times can claim years of music; refuse that before any audio work.
+        let maxHours: Int64 = 24
+        let musicHours = max(schedule.endFrame, schedule.events.last?.frame ?? 0) / Int64(rate) / 3600
+        guard musicHours < maxHours else {
+            throw Failure("\(input) lasts \(musicHours) hours or more (its last event is that late: a damaged file?); Spinet renders at most \(maxHours) hours of music")
+        }
 
         // 3. The SoundFont(s), loaded before any audio work.
         var fonts = soundFonts
@@ -149,8 +171,13 @@ struct Render: ParsableCommand {
             if case .message(let m) = e.kind, let c = m.channel { maxChannel = max(maxChannel, Int(c)) }
         }
         let ports = maxChannel / 16 + 1
+        guard ["fluidsynth", "spinet"].contains(effects) else {
+            throw Failure("--effects \(effects) is not known; use fluidsynth or spinet")
+        }
+        let spinetEffects = !dry && (effects == "spinet" || reverb != nil || chorus != nil || delay != nil)
         var options = SoundFontOptions()
         options.polyphony = polyphony
+        options.fluidEffects = !dry && !spinetEffects
         let threadCount = threads ?? min(ProcessInfo.processInfo.activeProcessorCount, Self.partitions)
         guard (1...64).contains(threadCount) else { throw Failure("--threads \(threadCount) is out of range; use 1 to 64") }
         let synth = try Self.makeSynth(presets: presets, polyphony: 256)
@@ -174,6 +201,11 @@ struct Render: ParsableCommand {
         config.ports = ports
         config.gainDB = gain
         config.offlineRenderThreads = min(threadCount, groups.count)
+        if spinetEffects {
+            config.reverb = try Self.preset(reverb, default: .room, named: ReverbPreset.init(name:), option: "--reverb", choices: ReverbPreset.all.map(\.name))
+            config.chorus = try Self.preset(chorus, default: .subtle, named: ChorusPreset.init(name:), option: "--chorus", choices: ChorusPreset.all.map(\.name))
+            config.delay = try Self.preset(delay, default: .eighth, named: DelayPreset.init(name:), option: "--delay", choices: DelayPreset.all.map(\.name))
+        }
         let engine = Engine(configuration: config)
         for (unit, channels) in zip(units, groups) {
             let index = engine.add(unit)
@@ -231,6 +263,16 @@ struct Render: ParsableCommand {
         if !quiet {
             printError(Self.summary(report, seconds: seconds, target: target))
         }
+    }
+
+    /// A named effect preset, `none`, or the default when the option is absent.
+    static func preset<P>(_ name: String?, default value: P, named: (String) -> P?, option: String, choices: [String]) throws -> P? {
+        guard let name else { return value }
+        if name == "none" { return nil }
+        guard let p = named(name) else {
+            throw Failure("\(option) \(name) is not known; use \((choices + ["none"]).joined(separator: ", "))")
+        }
+        return p
     }
 
     /// Spinet's oscillator synth, with the factory presets or a preset file.

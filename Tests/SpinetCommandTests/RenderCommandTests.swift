@@ -148,6 +148,24 @@ struct RenderCommandTests {
         #expect(bad.stderr.contains(config.path) && bad.stderr.contains("chanels") && bad.stderr.split(separator: "\n").count == 1, "\(bad.stderr)")
     }
 
+    /// Spinet's reverb (fed by the default CC 91 send of 40) adds a tail the
+    /// render includes; --dry has none; an unknown preset is one clear line.
+    @Test func spinetReverbAddsATailAndDryHasNone() throws {
+        let dir = try SpinetCommand.temporaryDirectory("effects")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try write(arpeggio(seconds: 2), to: dir, "song.mid")
+        var seconds: [String: Double] = [:]
+        for (name, extra) in [("hall", ["--reverb", "hall"]), ("dry", ["--dry"])] {
+            let out = dir.appendingPathComponent("\(name).wav")
+            let r = try SpinetCommand.run(["render", input, "-o", out.path, "--soundfont", font, "--quiet"] + extra)
+            #expect(r.status == 0, "\(r.stderr)")
+            seconds[name] = Double(try WAVFile(data: Data(contentsOf: out)).frames) / 48000
+        }
+        #expect(seconds["hall"]! > seconds["dry"]! + 1.0, "\(seconds)")
+        let bad = try SpinetCommand.run(["render", input, "-o", dir.appendingPathComponent("x.wav").path, "--soundfont", font, "--reverb", "cathedral"])
+        #expect(bad.status == 1 && bad.stderr.contains("--reverb cathedral") && bad.stderr.contains("hall"), "\(bad.stderr)")
+    }
+
     @Test func anExistingOutputIsRefusedBeforeAnyWorkUnlessForced() throws {
         let dir = try SpinetCommand.temporaryDirectory("force")
         defer { try? FileManager.default.removeItem(at: dir) }

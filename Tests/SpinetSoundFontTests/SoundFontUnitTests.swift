@@ -117,8 +117,8 @@ struct SoundFontUnitTests {
     @Test func rendersAreDeterministic() throws {
         let file = try MIDIFile(path: repositoryRoot.appendingPathComponent("demo/spinet-demo.mid").path)
         let schedule = file.schedule(sampleRate: 48000)
-        let a = try renderWithSoundFont(schedule, fluidEffects: true)
-        let b = try renderWithSoundFont(schedule, fluidEffects: true)
+        let a = try renderWithSoundFont(schedule)
+        let b = try renderWithSoundFont(schedule)
         #expect(a.left.count > 48000 * 40)
         #expect(a.left == b.left && a.right == b.right)
     }
@@ -127,10 +127,16 @@ struct SoundFontUnitTests {
     /// changes, pitch bends and SysEx allocates nothing and takes no lock.
     @Test func renderingAllocatesNothingAndTakesNoLock() throws {
         #expect(RealtimeProbe.isActive, "the allocation probe is not interposed in this test binary")
+        // The Spinet-effects path: per-channel FluidSynth outputs, sends,
+        // Spinet's reverb, chorus and delay.
         var options = SoundFontOptions()
-        options.fluidEffects = true
+        options.fluidEffects = false
         let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, options: options)
-        let engine = Engine()
+        var config = Engine.Configuration()
+        config.reverb = .hall
+        config.chorus = .wide
+        config.delay = .dottedEighth
+        let engine = Engine(configuration: config)
         engine.routeAll(to: engine.add(unit))
         let queue = engine.addInput()
         engine.prepare(sampleRate: 48000, maxFrames: 256)
@@ -152,6 +158,10 @@ struct SoundFontUnitTests {
             if block % 50 == 0 { queue.push(EngineEvent(frame: frame, .programChange(channel: 0, program: UInt8(block / 50)))) }
             if block % 7 == 0 { queue.push(EngineEvent(frame: frame + 3, .pitchBend(channel: 3, value: UInt16(block * 40 % 16384)))) }
             if block % 100 == 0 { queue.pushSysEx(frame: frame + 5, [0xF0, 0x7F, 0x7F, 0x04, 0x01, 0x00, 0x70, 0xF7]) }
+            if block % 20 == 0 {
+                queue.push(EngineEvent(frame: frame + 9, .controlChange(channel: UInt8(block % 16), controller: 93, value: UInt8(block % 128))))
+                queue.push(EngineEvent(frame: frame + 9, .controlChange(channel: UInt8(block % 16), controller: 94, value: UInt8(block % 100))))
+            }
             let counts = RealtimeProbe.count { engine.render(frames: 256, left: left, right: right) }
             allocations += counts.allocations
             locks += counts.locks
