@@ -147,6 +147,10 @@ struct Render: ParsableCommand {
             for w in allWarnings.prefix(5) { printError("spinet: warning: \(input): \(w.description)") }
             if allWarnings.count > 5 { printError("spinet: warning: \(input): \(allWarnings.count - 5) more warnings") }
         }
+        let hours = Double(schedule.endFrame) / Double(rate) / 3600
+        guard hours <= 24 else {
+            throw Failure(String(format: "%@ lasts %.0f hours (a damaged delta time or End of Track?); Spinet renders at most 24 hours", input, min(hours, 1e12)))
+        }
         let hasNotes = schedule.events.contains { if case .message(let m) = $0.kind { return m.isNoteOn } else { return false } }
         guard hasNotes else {
             throw Failure("\(input) has no notes to play (\(schedule.events.count) events, none a note-on); nothing rendered")

@@ -265,6 +265,20 @@ struct RenderCommandTests {
         #expect(listing(dir) == ["song.mid"])
     }
 
+    /// A note followed by an End of Track years later must not render for years.
+    @Test func absurdlyLongMusicIsRefusedNotRendered() throws {
+        let dir = try SpinetCommand.temporaryDirectory("long")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var w = MIDIFileWriter(format: 0, ticksPerQuarter: 1)
+        w.addTrack([(0, .message(.noteOn(channel: 0, key: 60, velocity: 100))), (1, .message(.noteOff(channel: 0, key: 60, velocity: 0)))],
+                   endTick: 0x0FFF_FFFF)
+        let input = try write(w.bytes(), to: dir, "forever.mid")
+        let r = try SpinetCommand.run(["render", input, "--soundfont", font], timeout: 30)
+        #expect(!r.timedOut)
+        #expect(r.status == 1 && r.stderr.contains("24 hours"), "\(r.stderr)")
+        #expect(listing(dir) == ["forever.mid"])
+    }
+
     @Test func aFileWithoutNotesIsAnErrorNotSilence() throws {
         let dir = try SpinetCommand.temporaryDirectory("nonotes")
         defer { try? FileManager.default.removeItem(at: dir) }
