@@ -30,8 +30,9 @@ let package = Package(
         .target(name: "SpinetEffects"),
         .target(name: "SpinetSynth", dependencies: ["SpinetEngine", "SpinetMIDI"], exclude: ["PRESETS.md"]),
         .target(name: "SpinetFile", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "CSndFile"]),
+        .target(name: "SpinetALSA", dependencies: ["CALSA", "SpinetEngine", "SpinetMIDI", "SpinetFile"]),
         .executableTarget(name: "spinet", dependencies: [
-            "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile",
+            "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetALSA",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -44,6 +45,7 @@ let package = Package(
         .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetEngine", "SpinetFile", "SpinetMIDI", "SpinetTestSupport"]),
         .testTarget(name: "SpinetSynthTests", dependencies: ["SpinetSynth", "SpinetEngine", "SpinetMIDI", "SpinetTestSupport"]),
         .testTarget(name: "SpinetEffectsTests", dependencies: ["SpinetEffects", "SpinetTestSupport"]),
+        .testTarget(name: "SpinetALSATests", dependencies: ["SpinetALSA", "SpinetEngine", "SpinetMIDI", "CALSA", "SpinetTestSupport", "CRealtimeProbe"]),
         .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport"]),
     ]
 )

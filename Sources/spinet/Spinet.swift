@@ -8,7 +8,7 @@ struct Spinet: ParsableCommand {
         commandName: "spinet",
         abstract: "A MIDI-driven software synthesizer for Linux.",
         version: "0.1.0",
-        subcommands: [Render.self, Bench.self]
+        subcommands: [Render.self, Play.self, Ports.self, Bench.self]
     )
 }
 

@@ -1,0 +1,269 @@
+import Synchronization
+import SpinetEngine
+import SpinetMIDI
+
+/// An instrument slot whose instrument can be replaced while it plays — a new
+/// SoundFont, say — without a gap and without cutting the notes that sound.
+///
+/// The new instrument is loaded and prepared on a control thread and offered
+/// through an atomic slot. At the start of its next `render`, the render
+/// thread takes it, plays the channel state it has tracked (bank, program,
+/// controllers, pitch bend, pressure) into it, and keeps the old instrument
+/// rendering beside it: notes already sounding there ring on and still get
+/// their note-offs and pedal changes, while new notes go to the new one. Once
+/// the old instrument is silent (or after `ringOutSeconds`, with a short
+/// fade) it is handed back through a second atomic slot, and the control
+/// thread releases it: nothing is freed on the render thread.
+public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
+    public let name = "swappable"
+
+    private final class Box {
+        let unit: any InstrumentUnit
+        init(_ unit: any InstrumentUnit) { self.unit = unit }
+    }
+
+    // render thread
+    private var current: Box
+    private var outgoing: Box?
+    private var outgoingFramesLeft = 0
+    private var fadeFrames = 0
+    private var tailFrames = 0
+    private var scratch: UnitOutput?      // the old instrument's output, before mixing
+    private var maxFrames = 0
+    private var sampleRate = 0.0
+    private var channels = 0
+    private let ringOutSeconds: Double
+    // channel state, to replay into a new instrument
+    private var controllers: UnsafeMutablePointer<Int16>   // channels * 128, -1 = never set
+    private var programs: UnsafeMutablePointer<Int16>
+    private var bends: UnsafeMutablePointer<Int32>
+    private var pressures: UnsafeMutablePointer<Int16>
+
+    // cross-thread hand-over
+    private let pending = Atomic<UInt>(0)    // an Unmanaged<Box>, retained
+    private let retired = Atomic<UInt>(0)    // an Unmanaged<Box>, retained
+    private let swapping = Atomic<Bool>(false)
+    private let prepared = Atomic<Bool>(false)
+
+    /// - Parameter ringOutSeconds: how long notes of a replaced instrument may
+    ///   ring on before they are faded out.
+    public init(_ unit: any InstrumentUnit, channels: Int, ringOutSeconds: Double = 8) {
+        current = Box(unit)
+        self.ringOutSeconds = ringOutSeconds
+        self.channels = channels
+        controllers = .allocate(capacity: channels * 128)
+        controllers.initialize(repeating: -1, count: channels * 128)
+        programs = .allocate(capacity: channels)
+        programs.initialize(repeating: -1, count: channels)
+        bends = .allocate(capacity: channels)
+        bends.initialize(repeating: -1, count: channels)
+        pressures = .allocate(capacity: channels)
+        pressures.initialize(repeating: -1, count: channels)
+    }
+
+    deinit {
+        controllers.deallocate()
+        programs.deallocate()
+        bends.deallocate()
+        pressures.deallocate()
+        scratch?.left.deallocate()
+        for slot in [pending.exchange(0, ordering: .acquiring), retired.exchange(0, ordering: .acquiring)] where slot != 0 {
+            Unmanaged<Box>.fromOpaque(UnsafeRawPointer(bitPattern: slot)!).release()
+        }
+    }
+
+    // MARK: control thread
+
+    /// Offers a replacement (prepared here, off the render thread). Returns
+    /// false while the previous replacement is still under way.
+    @discardableResult
+    public func offer(_ unit: any InstrumentUnit) -> Bool {
+        collect()
+        guard prepared.load(ordering: .acquiring), !swapping.exchange(true, ordering: .acquiringAndReleasing) else { return false }
+        unit.prepare(sampleRate: sampleRate, maxFrames: maxFrames, channels: channels)
+        let p = UInt(bitPattern: Unmanaged.passRetained(Box(unit)).toOpaque())
+        pending.store(p, ordering: .releasing)
+        return true
+    }
+
+    /// True once the last offer has been taken and the old instrument released.
+    public var isSwapComplete: Bool {
+        collect()
+        return !swapping.load(ordering: .acquiring)
+    }
+
+    /// Releases an instrument the render thread has handed back (control thread).
+    private func collect() {
+        let r = retired.exchange(0, ordering: .acquiring)
+        if r != 0 {
+            Unmanaged<Box>.fromOpaque(UnsafeRawPointer(bitPattern: r)!).release()
+            swapping.store(false, ordering: .releasing)
+        }
+    }
+
+    // MARK: InstrumentUnit
+
+    public func prepare(sampleRate: Double, maxFrames: Int, channels: Int) {
+        precondition(channels <= self.channels)
+        self.sampleRate = sampleRate
+        self.maxFrames = maxFrames
+        let block = UnsafeMutablePointer<Float>.allocate(capacity: 8 * maxFrames)
+        block.initialize(repeating: 0, count: 8 * maxFrames)
+        scratch = UnitOutput(left: block, right: block + maxFrames,
+                             reverbLeft: block + 2 * maxFrames, reverbRight: block + 3 * maxFrames,
+                             chorusLeft: block + 4 * maxFrames, chorusRight: block + 5 * maxFrames,
+                             delayLeft: block + 6 * maxFrames, delayRight: block + 7 * maxFrames)
+        current.unit.prepare(sampleRate: sampleRate, maxFrames: maxFrames, channels: self.channels)
+        fadeFrames = max(1, Int(0.05 * sampleRate))
+        tailFrames = Int(1.0 * sampleRate)
+        prepared.store(true, ordering: .releasing)
+    }
+
+    public func deliveryFrame(forEventAt frame: Int64) -> Int64 {
+        current.unit.deliveryFrame(forEventAt: frame)
+    }
+
+    public func receive(_ message: MIDIMessage) {
+        remember(message)
+        current.unit.receive(message)
+        guard let old = outgoing?.unit else { return }
+        // The old instrument keeps what ends or shapes its notes, not new notes.
+        switch message {
+        case .noteOff, .polyPressure, .controlChange, .channelPressure, .pitchBend, .systemReset:
+            old.receive(message)
+        case .noteOn(_, _, let v):
+            if v == 0 { old.receive(message) }
+        case .programChange:
+            break
+        }
+    }
+
+    public func receiveSysEx(_ message: UnsafeBufferPointer<UInt8>) {
+        current.unit.receiveSysEx(message)
+    }
+
+    /// Dry sound and effect sends: both instruments' sends reach the engine's effects.
+    public func render(_ output: UnitOutput, frames: Int) {
+        takePending()
+        current.unit.render(output, frames: frames)
+        guard let old = outgoing?.unit, let scratch, frames > 0 else { return }
+        old.render(scratch, frames: frames)
+        mix(scratch.left, into: output.left, frames)
+        mix(scratch.right, into: output.right, frames)
+        mix(scratch.reverbLeft, into: output.reverbLeft, frames)
+        mix(scratch.reverbRight, into: output.reverbRight, frames)
+        mix(scratch.chorusLeft, into: output.chorusLeft, frames)
+        mix(scratch.chorusRight, into: output.chorusRight, frames)
+        mix(scratch.delayLeft, into: output.delayLeft, frames)
+        mix(scratch.delayRight, into: output.delayRight, frames)
+        advanceRingOut(old, frames)
+    }
+
+    public func render(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
+        takePending()
+        current.unit.render(left: left, right: right, frames: frames)
+        guard let old = outgoing?.unit, let scratch, frames > 0 else { return }
+        old.render(left: scratch.left, right: scratch.right, frames: frames)
+        mix(scratch.left, into: left, frames)
+        mix(scratch.right, into: right, frames)
+        advanceRingOut(old, frames)
+    }
+
+    @inline(__always)
+    private func takePending() {
+        guard outgoing == nil else { return }
+        let p = pending.exchange(0, ordering: .acquiring)
+        if p != 0 { takeOver(Unmanaged<Box>.fromOpaque(UnsafeRawPointer(bitPattern: p)!).takeRetainedValue()) }
+    }
+
+    /// Adds the old instrument's sound; near the end of the ring-out time, with a linear fade.
+    @inline(__always)
+    private func mix(_ source: UnsafeMutablePointer<Float>, into destination: UnsafeMutablePointer<Float>, _ frames: Int) {
+        if outgoingFramesLeft - frames >= fadeFrames {
+            for i in 0..<frames { destination[i] += source[i] }
+            return
+        }
+        for i in 0..<frames {
+            let remaining = outgoingFramesLeft - i
+            let g: Float = remaining >= fadeFrames ? 1 : Float(max(0, remaining)) / Float(fadeFrames)
+            destination[i] += source[i] * g
+        }
+    }
+
+    private func advanceRingOut(_ old: any InstrumentUnit, _ frames: Int) {
+        outgoingFramesLeft -= frames
+        // Its last voice ended: let its reverb tail out for a second, then retire it.
+        if old.activeVoices == 0 && outgoingFramesLeft > tailFrames { outgoingFramesLeft = tailFrames }
+        if outgoingFramesLeft <= 0 { retire() }
+    }
+
+    public var activeVoices: Int {
+        current.unit.activeVoices + (outgoing?.unit.activeVoices ?? 0)
+    }
+
+    // MARK: render thread helpers
+
+    private func takeOver(_ box: Box) {
+        outgoing = current
+        current = box
+        outgoingFramesLeft = Int(ringOutSeconds * sampleRate)
+        let unit = box.unit
+        for c in 0..<channels {
+            let ch = UInt8(c)
+            let cc = controllers + c * 128
+            if cc[0] >= 0 { unit.receive(.controlChange(channel: ch, controller: 0, value: UInt8(cc[0]))) }
+            if cc[32] >= 0 { unit.receive(.controlChange(channel: ch, controller: 32, value: UInt8(cc[32]))) }
+            if programs[c] >= 0 { unit.receive(.programChange(channel: ch, program: UInt8(programs[c]))) }
+            for n in 1..<120 where cc[n] >= 0 && !Self.notReplayed(UInt8(n)) {
+                unit.receive(.controlChange(channel: ch, controller: UInt8(n), value: UInt8(cc[n])))
+            }
+            if bends[c] >= 0 { unit.receive(.pitchBend(channel: ch, value: UInt16(bends[c]))) }
+            if pressures[c] >= 0 { unit.receive(.channelPressure(channel: ch, pressure: UInt8(pressures[c]))) }
+        }
+    }
+
+    /// Bank select goes first (above); parameter-number and data-entry
+    /// controllers mean nothing out of their sequence.
+    private static func notReplayed(_ n: UInt8) -> Bool {
+        switch n {
+        case 32, 6, 38, 96, 97, 98, 99, 100, 101: return true
+        default: return false
+        }
+    }
+
+    private func retire() {
+        guard let box = outgoing else { return }
+        // Hand the last reference to the control thread: +1 here, -1 there.
+        let r = UInt(bitPattern: Unmanaged.passRetained(box).toOpaque())
+        outgoing = nil
+        retired.store(r, ordering: .releasing)
+    }
+
+    private func remember(_ m: MIDIMessage) {
+        switch m {
+        case .controlChange(let c, let n, let v):
+            guard Int(c) < channels, n < 128 else { return }
+            if n == MIDIController.resetAllControllers {
+                // Controllers back to their defaults: forget all but bank, volume and pan.
+                for k in 1..<128 where k != 7 && k != 10 && k != 32 { controllers[Int(c) * 128 + k] = -1 }
+                bends[Int(c)] = -1
+                pressures[Int(c)] = -1
+            } else {
+                controllers[Int(c) * 128 + Int(n)] = Int16(v)
+            }
+        case .programChange(let c, let p):
+            if Int(c) < channels { programs[Int(c)] = Int16(p) }
+        case .pitchBend(let c, let v):
+            if Int(c) < channels { bends[Int(c)] = Int32(v) }
+        case .channelPressure(let c, let p):
+            if Int(c) < channels { pressures[Int(c)] = Int16(p) }
+        case .systemReset:
+            controllers.update(repeating: -1, count: channels * 128)
+            programs.update(repeating: -1, count: channels)
+            bends.update(repeating: -1, count: channels)
+            pressures.update(repeating: -1, count: channels)
+        case .noteOn, .noteOff, .polyPressure:
+            return
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import ArgumentParser
+import Foundation
+import SpinetALSA
+
+struct Ports: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List MIDI sources and audio outputs, with the names `play --connect` and `play --device` take."
+    )
+
+    func run() throws {
+        try reportingFailures(list)
+    }
+
+    private func list() throws {
+        var lines: [String] = []
+        lines.append("MIDI sources (spinet play --connect CLIENT:PORT,...; --connect auto takes those not marked):")
+        do {
+            let sources = try DeviceList.midiSources()
+            if sources.isEmpty { lines.append("  (none)") }
+            let width = sources.map { $0.port.address.description.count }.max() ?? 0
+            for (port, skipped) in sources {
+                let address = port.address.description.padding(toLength: max(width, 5), withPad: " ", startingAt: 0)
+                lines.append("  \(address)  \(port.name)" + (skipped.map { "   [auto skips: \($0)]" } ?? ""))
+            }
+        } catch {
+            lines.append("  (none: \(error.description))")
+        }
+        lines.append("")
+        lines.append("Audio outputs (spinet play --device NAME):")
+        let outputs = DeviceList.audioOutputs()
+        let width = outputs.map(\.name.count).max() ?? 0
+        for o in outputs {
+            lines.append("  \(o.name.padding(toLength: max(width, 7), withPad: " ", startingAt: 0))  \(o.description)")
+        }
+        print(lines.joined(separator: "\n"))
+    }
+}

@@ -1,0 +1,98 @@
+import XCTest
+@testable import SpinetALSA
+
+/// SysEx split by ALSA into pieces (as a raw MIDI port delivers it), put
+/// back together per source, with a size bound.
+final class SysExAssemblerTests: XCTestCase {
+    let keyboard = SequencerAddress(client: 20, port: 0)
+    let other = SequencerAddress(client: 24, port: 0)
+
+    private func feed(_ a: inout SysExAssembler, _ bytes: [UInt8], from s: SequencerAddress,
+                      into out: inout [[UInt8]]) -> SysExAssembler.Outcome {
+        var got: [[UInt8]] = []
+        let r = bytes.withUnsafeBufferPointer { b in a.add(b, from: s) { got.append(Array($0)) } }
+        out += got
+        return r
+    }
+
+    func testWholeMessageInOnePiece() {
+        var a = SysExAssembler(maxBytes: 64)
+        defer { a.deallocate() }
+        var out: [[UInt8]] = []
+        XCTAssertEqual(feed(&a, [0xF0, 0x7E, 0x7F, 0x09, 0x01, 0xF7], from: keyboard, into: &out), .incomplete)
+        XCTAssertEqual(out, [[0xF0, 0x7E, 0x7F, 0x09, 0x01, 0xF7]])
+    }
+
+    func testMessageInThreePiecesIsReassembled() {
+        var a = SysExAssembler(maxBytes: 1024)
+        defer { a.deallocate() }
+        var out: [[UInt8]] = []
+        let message: [UInt8] = [0xF0] + (0..<600).map { UInt8($0 % 128) } + [0xF7]
+        _ = feed(&a, Array(message[0..<256]), from: keyboard, into: &out)
+        XCTAssertTrue(a.isPending(keyboard))
+        _ = feed(&a, Array(message[256..<512]), from: keyboard, into: &out)
+        XCTAssertTrue(out.isEmpty)
+        _ = feed(&a, Array(message[512...]), from: keyboard, into: &out)
+        XCTAssertEqual(out, [message])
+        XCTAssertFalse(a.isPending(keyboard))
+    }
+
+    func testPiecesFromTwoSourcesInterleave() {
+        var a = SysExAssembler(maxBytes: 64)
+        defer { a.deallocate() }
+        var out: [[UInt8]] = []
+        _ = feed(&a, [0xF0, 0x01, 0x02], from: keyboard, into: &out)
+        _ = feed(&a, [0xF0, 0x11], from: other, into: &out)
+        _ = feed(&a, [0x03, 0xF7], from: keyboard, into: &out)
+        _ = feed(&a, [0x12, 0xF7], from: other, into: &out)
+        XCTAssertEqual(out, [[0xF0, 0x01, 0x02, 0x03, 0xF7], [0xF0, 0x11, 0x12, 0xF7]])
+    }
+
+    func testMessageOverTheBoundIsDroppedAndReportedOnceWithItsSize() {
+        var a = SysExAssembler(maxBytes: 8)
+        defer { a.deallocate() }
+        var out: [[UInt8]] = []
+        XCTAssertEqual(feed(&a, [0xF0, 1, 2, 3, 4, 5], from: keyboard, into: &out), .incomplete)
+        XCTAssertEqual(feed(&a, [6, 7, 8, 9], from: keyboard, into: &out), .incomplete)
+        XCTAssertEqual(feed(&a, [10, 0xF7], from: keyboard, into: &out), .tooLong(totalBytes: 12))
+        XCTAssertTrue(out.isEmpty)
+        // The next message passes again.
+        _ = feed(&a, [0xF0, 1, 0xF7], from: keyboard, into: &out)
+        XCTAssertEqual(out, [[0xF0, 1, 0xF7]])
+        // Exactly at the bound passes; a whole piece over the bound does not.
+        XCTAssertEqual(feed(&a, [0xF0, 1, 2, 3, 4, 5, 6, 0xF7], from: keyboard, into: &out), .incomplete)
+        XCTAssertEqual(out.count, 2)
+        XCTAssertEqual(feed(&a, [0xF0, 1, 2, 3, 4, 5, 6, 7, 0xF7], from: keyboard, into: &out), .tooLong(totalBytes: 9))
+    }
+
+    func testStrayPieceAndRestartAndInterruption() {
+        var a = SysExAssembler(maxBytes: 64)
+        defer { a.deallocate() }
+        var out: [[UInt8]] = []
+        XCTAssertEqual(feed(&a, [0x01, 0x02, 0xF7], from: keyboard, into: &out), .stray)
+        // A new F0 before the old message ended: the old one is abandoned.
+        _ = feed(&a, [0xF0, 0x01], from: keyboard, into: &out)
+        _ = feed(&a, [0xF0, 0x05, 0xF7], from: keyboard, into: &out)
+        XCTAssertEqual(out, [[0xF0, 0x05, 0xF7]])
+        XCTAssertEqual(a.abandoned, 1)
+        // A channel message from the same source interrupts a SysEx, as on the wire.
+        _ = feed(&a, [0xF0, 0x01], from: keyboard, into: &out)
+        a.interrupt(keyboard)
+        XCTAssertEqual(feed(&a, [0x02, 0xF7], from: keyboard, into: &out), .stray)
+        XCTAssertEqual(a.abandoned, 2)
+    }
+
+    func testMoreSourcesThanBuffersStealsTheOldest() {
+        var a = SysExAssembler(maxBytes: 16, sources: 2)
+        defer { a.deallocate() }
+        var out: [[UInt8]] = []
+        let third = SequencerAddress(client: 30, port: 0)
+        _ = feed(&a, [0xF0, 1], from: keyboard, into: &out)
+        _ = feed(&a, [0xF0, 2], from: other, into: &out)
+        _ = feed(&a, [0xF0, 3], from: third, into: &out)
+        XCTAssertFalse(a.isPending(keyboard))
+        _ = feed(&a, [0xF7], from: third, into: &out)
+        _ = feed(&a, [0xF7], from: other, into: &out)
+        XCTAssertEqual(out, [[0xF0, 3, 0xF7], [0xF0, 2, 0xF7]])
+    }
+}
