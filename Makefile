@@ -20,8 +20,11 @@ demo: release
 	.build/release/spinet render demo/spinet-demo.mid -o $(OUT)/spinet-demo.wav --force
 	@echo "Wrote $(OUT)/spinet-demo.wav"
 
+# The unit and end-to-end suites, then the live system tests inside a small
+# VM with a real ALSA kernel (scripts/alsa-vm; about 4 minutes).
 test: build
 	$(SWIFT) test
+	SPINET_BIN=.build/debug/spinet scripts/system-tests.sh
 
 bench: release
 	@scripts/install-deps.sh fluidsynth openttd-openmsx
