@@ -75,15 +75,19 @@ public struct Limiter {
             let required = peak > ceilingD ? ceilingD / peak : 1
 
             // running minimum over the last `window` frames
-            while dequeCount > 0 && dequeValue[(dequeStart + dequeCount - 1) % window] >= required {
+            while dequeCount > 0 {
+                var last = dequeStart + dequeCount - 1
+                if last >= window { last -= window }
+                if dequeValue[last] < required { break }
                 dequeCount -= 1
             }
-            let slot = (dequeStart + dequeCount) % window
+            var slot = dequeStart + dequeCount
+            if slot >= window { slot -= window }
             dequeValue[slot] = required
             dequeIndex[slot] = frameIndex
             dequeCount += 1
             if dequeIndex[dequeStart] <= frameIndex - window {
-                dequeStart = (dequeStart + 1) % window
+                dequeStart = dequeStart + 1 == window ? 0 : dequeStart + 1
                 dequeCount -= 1
             }
             let held = dequeValue[dequeStart]

@@ -132,15 +132,6 @@ public final class AudioFileWriter {
         if let file { sf_close(file) }
     }
 
-    /// Uniform in [0, 1) from a fixed-seed xorshift64* generator.
-    @inline(__always) private func nextUniform() -> Float {
-        ditherState ^= ditherState >> 12
-        ditherState ^= ditherState << 25
-        ditherState ^= ditherState >> 27
-        let r = ditherState &* 0x2545_F491_4F6C_DD1D
-        return Float(r >> 40) * (1.0 / 16_777_216.0)
-    }
-
     /// Appends `frames` frames.
     public func write(left: UnsafePointer<Float>, right: UnsafePointer<Float>, frames: Int) throws(AudioFileError) {
         guard frames > 0, let file else { return }
@@ -156,10 +147,15 @@ public final class AudioFileWriter {
             written = Int(interleavedFloat.withUnsafeBufferPointer { sf_writef_float(file, $0.baseAddress, sf_count_t(frames)) })
         case .int16:
             if interleavedShort.count < n { interleavedShort = [Int16](repeating: 0, count: n) }
-            for i in 0..<frames {
-                interleavedShort[2 * i] = ditherTo16(left[i])
-                interleavedShort[2 * i + 1] = ditherTo16(right[i])
+            var state = ditherState
+            interleavedShort.withUnsafeMutableBufferPointer { out in
+                let p = out.baseAddress!
+                for i in 0..<frames {
+                    p[2 * i] = Self.ditherTo16(left[i], &state)
+                    p[2 * i + 1] = Self.ditherTo16(right[i], &state)
+                }
             }
+            ditherState = state
             written = Int(interleavedShort.withUnsafeBufferPointer { sf_writef_short(file, $0.baseAddress, sf_count_t(frames)) })
         case .int24:
             if interleavedInt.count < n { interleavedInt = [Int32](repeating: 0, count: n) }
@@ -177,10 +173,20 @@ public final class AudioFileWriter {
         framesWritten += Int64(frames)
     }
 
-    @inline(__always) private func ditherTo16(_ x: Float) -> Int16 {
-        let d = nextUniform() - nextUniform()          // TPDF in (-1, 1) LSB
-        let v = (x * 32767 + d).rounded()
+    /// TPDF dither (difference of two uniforms: (-1, 1) LSB) and rounding to 16 bits.
+    @inline(__always) static func ditherTo16(_ x: Float, _ state: inout UInt64) -> Int16 {
+        let d = uniform(&state) - uniform(&state)
+        let v = (x * 32767 + d).rounded(.toNearestOrEven)
         return Int16(max(-32768, min(32767, v)))
+    }
+
+    /// Uniform in [0, 1) from a fixed-seed xorshift64* generator.
+    @inline(__always) static func uniform(_ state: inout UInt64) -> Float {
+        state ^= state >> 12
+        state ^= state << 25
+        state ^= state >> 27
+        let r = state &* 0x2545_F491_4F6C_DD1D
+        return Float(r >> 40) * (1.0 / 16_777_216.0)
     }
 
     @inline(__always) static func to24(_ x: Float) -> Int32 {
