@@ -169,8 +169,9 @@ struct Bench: ParsableCommand {
             totalSpinet += s; totalPeer += p; totalMusic += music
             ratios.append(p / s)
             let name = URL(fileURLWithPath: file).lastPathComponent
-            print(String(format: "%-32@ %6.1fs %8.2fs %10.2fs %6.2fx %8.1f MB %8.1f MB%@",
-                         String(name.prefix(32)) as NSString, music, s, p, p / s, Double(sRSS) / 1024, Double(pRSS) / 1024, failed))
+            let column = String(name.prefix(32)).padding(toLength: 32, withPad: " ", startingAt: 0)
+            print(column + String(format: " %6.1fs %8.2fs %10.2fs %6.2fx %8.1f MB %8.1f MB%@",
+                                  music, s, p, p / s, Double(sRSS) / 1024, Double(pRSS) / 1024, failed))
         }
         print(String(repeating: "-", count: header.count))
         let geo = exp(ratios.map { log($0) }.reduce(0, +) / Double(ratios.count))
