@@ -64,8 +64,17 @@ public struct MIDISchedule: Sendable {
         guard !timeMaps.isEmpty else { return 0 }
         let t = min(max(track, 0), timeMaps.count - 1)
         let start = trackStartFrames.isEmpty ? 0 : trackStartFrames[t]
-        return start &+ timeMaps[t].frame(forTick: tick)
+        return clampedSum(start, timeMaps[t].frame(forTick: tick))
     }
+}
+
+/// a + b, held at Int64.max instead of wrapping: frames are never negative,
+/// and a format 2 file whose sequences add up past Int64.max (each can be
+/// clamped there already) must not wrap to negative frames and unsort the
+/// schedule.
+@inline(__always) func clampedSum(_ a: Int64, _ b: Int64) -> Int64 {
+    let (sum, overflow) = a.addingReportingOverflow(b)
+    return overflow ? (b < 0 ? .min : .max) : sum
 }
 
 /// Ticks to frames for one tempo map, in exact integer arithmetic.
@@ -186,7 +195,7 @@ extension MIDIFile {
 
         func tempoSteps(_ map: TimeMap, startFrame: Int64) -> [(frame: Int64, microsecondsPerQuarter: Int)] {
             guard usesTempo else { return [] }
-            return map.segments.map { (startFrame &+ map.frame(forTick: $0.startTick), Int($0.numeratorPerTick)) }
+            return map.segments.map { (clampedSum(startFrame, map.frame(forTick: $0.startTick)), Int($0.numeratorPerTick)) }
         }
 
         var events: [MIDISchedule.Event] = []
@@ -220,9 +229,9 @@ extension MIDIFile {
                     steps.append(step)
                 }
                 for event in tracks[k].events {
-                    append(event.kind, at: start &+ map.frame(forTick: event.tick))
+                    append(event.kind, at: clampedSum(start, map.frame(forTick: event.tick)))
                 }
-                start = start &+ map.frame(forTick: tracks[k].endTick)
+                start = clampedSum(start, map.frame(forTick: tracks[k].endTick))
             }
             return MIDISchedule(sampleRate: sampleRate, events: events, sysEx: sysEx, endFrame: start,
                                 warnings: warnings, tempoChanges: steps,

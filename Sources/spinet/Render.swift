@@ -253,7 +253,9 @@ struct Render: ParsableCommand {
             out.discard()
             throw Failure("interrupted; no output written", status: 130)
         }
-        if report.peak == 0 {
+        // Silent means inaudible, not exactly 0: below the renderer's silence
+        // threshold (-90 dBFS, the 16-bit LSB); effects can leave a residue far below it.
+        if report.peakDBFS < renderer.options.silenceDBFS {
             out.discard()
             throw Failure("the render of \(input) is silent (no SoundFont preset for its programs, or every volume at 0); no output written")
         }
