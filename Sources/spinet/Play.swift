@@ -68,6 +68,9 @@ struct Play: ParsableCommand {
     @Option(help: ArgumentHelp("A JSON file of synth presets (see Sources/SpinetSynth/PRESETS.md).", valueName: "path"))
     var presets: String?
 
+    @Option(help: ArgumentHelp("A JSON config file for soundfonts, channels and presets (default: $XDG_CONFIG_HOME/spinet/config.json, if present).", valueName: "path"))
+    var config: String?
+
     @Option(help: "The most SoundFont voices sounding at once.")
     var polyphony = 256
 
@@ -94,6 +97,11 @@ struct Play: ParsableCommand {
     }
 
     private func play() throws {
+        let settings: SpinetConfig
+        do { settings = try SpinetConfig.load(explicitPath: config) } catch { throw Failure(error.description) }
+        let soundFonts = self.soundFonts.isEmpty ? settings.soundFonts : self.soundFonts
+        let channelAssignments = settings.channels + self.channelAssignments
+        let presets = self.presets ?? settings.presets
         // 1. Options, checked before any device is touched.
         guard (8000...192000).contains(rate) else { throw Failure("--rate \(rate) is out of range; use 8000 to 192000 Hz") }
         guard (16...8192).contains(period) else { throw Failure("--period \(period) is out of range; use 16 to 8192 frames") }
