@@ -24,7 +24,7 @@ demo: release
 # VM with a real ALSA kernel (scripts/alsa-vm; about 4 minutes).
 test: build
 	$(SWIFT) test
-	SPINET_BIN=.build/debug/spinet scripts/system-tests.sh
+	SPINET_BIN=$(CURDIR)/.build/debug/spinet scripts/system-tests.sh
 
 bench: release
 	@scripts/install-deps.sh fluidsynth openttd-openmsx
