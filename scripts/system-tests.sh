@@ -147,7 +147,9 @@ guest_sigint() {
 guest_flood() {
   start_spinet || return 1
   warm_up
-  "${CAPTURE[@]}" -d 8 flood.raw & local rec=$!
+  # 14 s: under host load the emulated guest takes longer to push the flood
+  # through, and the after-flood note must still fall inside the capture.
+  "${CAPTURE[@]}" -d 14 flood.raw & local rec=$!
   sleep 0.5
   midi 0 '\xc0\x13\x90\x3c\x64'                 # organ note held through the flood
   sleep 1
@@ -276,7 +278,7 @@ for s in "${SCENARIOS[@]}"; do
     ok=0; line=""
     [[ -s $d/flood-alive.txt ]] || { ok=1; line+="spinet died during the flood; "; }
     check "$d" level flood.raw --from 1.6 --to 2.4 --above -40 || ok=1; line+="during $out; "
-    check "$d" level flood.raw --from 4.0 --to 7.5 --above -40 || ok=1; line+="after $out; "
+    check "$d" level flood.raw --from 4.0 --to 13.5 --above -40 || ok=1; line+="after $out; "
     summary=$(grep '^Played' "$d/spinet.log")
     dropped=$(sed -n 's/.* MIDI events ([^)]*), \([0-9]*\) dropped.*/\1/p' <<< "$summary")
     [[ ${dropped:-0} -gt 0 ]] || { ok=1; line+="no dropped events reported; "; }
