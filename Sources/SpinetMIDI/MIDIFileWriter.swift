@@ -10,6 +10,8 @@
 ///   a file); it is written as the escape F7 01 FF, which the reader skips.
 /// - Running status (optional) is cancelled after every meta and SysEx event, as
 ///   the SMF specification requires.
+/// - A gap between events longer than one delta time can hold (0x0FFFFFFF ticks)
+///   is bridged with empty escape packets (F7 00), which the reader skips.
 public struct MIDIFileWriter: Sendable {
     private let format: Int
     private let divisionWord: UInt16
@@ -78,7 +80,18 @@ public struct MIDIFileWriter: Sendable {
         var port: UInt8 = 0
 
         func delta(_ tick: Int64) {
-            putVLQ(Int(tick - lastTick), &out)
+            // A gap longer than one delta time holds (a read file can have one:
+            // the reader skips escape packets but keeps their delta times) is
+            // bridged with empty escape packets (F7 00), which send nothing
+            // and which readers skip.
+            var gap = Int(tick - lastTick)
+            while gap > maxVLQ {
+                putVLQ(maxVLQ, &out)
+                out.append(contentsOf: [0xF7, 0x00])
+                running = 0
+                gap -= maxVLQ
+            }
+            putVLQ(gap, &out)
             lastTick = tick
         }
         func meta(_ tick: Int64, _ type: UInt8, _ data: [UInt8]) {
@@ -150,8 +163,10 @@ public struct MIDIFileWriter: Sendable {
     /// Delta times and lengths have at most 4 bytes in a Standard MIDI File, so
     /// values are limited to 0x0FFFFFFF (a delta of ~75 hours at 960 ticks per
     /// quarter and 120 bpm).
+    static let maxVLQ = 0x0FFF_FFFF
+
     static func putVLQ(_ value: Int, _ out: inout [UInt8]) {
-        precondition(value >= 0 && value <= 0x0FFF_FFFF, "value \(value) does not fit a 4-byte variable-length quantity")
+        precondition(value >= 0 && value <= maxVLQ, "value \(value) does not fit a 4-byte variable-length quantity")
         var shift = 21
         while shift > 0 && value >> shift == 0 { shift -= 7 }
         while shift > 0 {

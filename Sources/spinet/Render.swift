@@ -155,12 +155,6 @@ struct Render: ParsableCommand {
         guard hasNotes else {
             throw Failure("\(input) has no notes to play (\(schedule.events.count) events, none a note-on); nothing rendered")
         }
-        // A few bytes of delta times can claim years of music; refuse that before any audio work.
-        let maxHours: Int64 = 24
-        let musicHours = max(schedule.endFrame, schedule.events.last?.frame ?? 0) / Int64(rate) / 3600
-        guard musicHours < maxHours else {
-            throw Failure("\(input) lasts \(musicHours) hours or more (its last event is that late: a damaged file?); Spinet renders at most \(maxHours) hours of music")
-        }
 
         // 3. The SoundFont(s), loaded before any audio work.
         var fonts = soundFonts
