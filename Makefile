@@ -3,8 +3,10 @@
 #   make test   installs what is missing and runs the whole test suite
 SWIFT ?= swift
 OUT ?= out
+# seconds per fuzz target in `make test` (scripts/fuzz.sh runs them longer)
+FUZZ_SECONDS ?= 60
 
-.PHONY: deps demo build release test bench clean
+.PHONY: deps demo build release test fuzz sanitize bench clean
 
 deps:
 	@scripts/install-deps.sh
@@ -20,15 +22,25 @@ demo: release
 	.build/release/spinet render demo/spinet-demo.mid -o $(OUT)/spinet-demo.wav --force
 	@echo "Wrote $(OUT)/spinet-demo.wav"
 
-# The unit and end-to-end suites, then the live system tests inside a small
-# VM with a real ALSA kernel (scripts/alsa-vm; about 4 minutes).
+# The unit and end-to-end suites, the live system tests inside a small VM
+# with a real ALSA kernel (scripts/alsa-vm; about 4 minutes), the fuzzers
+# (FUZZ_SECONDS each) and the suites under AddressSanitizer and
+# ThreadSanitizer (about 20 minutes on two cores).
 test: build
 	$(SWIFT) test
 	SPINET_BIN=$(CURDIR)/.build/debug/spinet scripts/system-tests.sh
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+	SWIFT=$(SWIFT) scripts/sanitizers.sh all
+
+fuzz: deps
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+sanitize: deps
+	SWIFT=$(SWIFT) scripts/sanitizers.sh all
 
 bench: release
 	@scripts/install-deps.sh fluidsynth openttd-openmsx
 	.build/release/spinet bench $(BENCH_FILES)
 
 clean:
-	rm -rf .build $(OUT)
+	rm -rf .build .build-fuzz .build-asan .build-tsan $(OUT)

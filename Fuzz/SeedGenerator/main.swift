@@ -3,7 +3,7 @@
 //   /tmp/spinet-seeds Fuzz/corpus
 //
 // Seeds are small (a fuzzer mutates small inputs fastest): well-formed files
-// of every shape the reader knows, the real-world oddities from issue 6, and
+// of every shape the reader knows, the real-world oddities a forgiving reader must take, and
 // hand-broken files that reach each error. Real files (demo/, a system's MIDI
 // collection) are added by scripts/fuzz.sh at run time.
 

@@ -4,7 +4,7 @@ import Testing
 import SpinetMIDI
 import SpinetTestSupport
 
-// Issue 6, the file side: `spinet render` survives bad input, odd files and
+// The file side of robustness: `spinet render` survives bad input, odd files and
 // failing output. Every case ends one of two ways -- a correct, audible
 // render (exit 0), or one error line naming the file (exit 1) with no output
 // file and no temporary file left behind. Never a crash, never exit 0 with
@@ -28,7 +28,7 @@ enum Outcome: Sendable, CustomStringConvertible {
     }
 }
 
-/// The real-world oddities of issue 6, made here so the suite needs no external files.
+/// Real-world oddities (hundreds of tracks, karaoke, 8 sharps, ...), made here so the suite needs no external files.
 func oddFiles() -> [(String, [UInt8], Outcome)] {
     func be32(_ v: Int) -> [UInt8] { [UInt8((v >> 24) & 0xFF), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)] }
     func header(format: Int, tracks: Int, division: Int = 96) -> [UInt8] {
