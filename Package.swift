@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "SpinetTestSupport", dependencies: ["SpinetMIDI", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
         .testTarget(name: "SpinetTestSupportTests", dependencies: ["SpinetTestSupport", "CRealtimeProbe"]),
         .testTarget(name: "SpinetMIDITests", dependencies: ["SpinetMIDI", "SpinetTestSupport"], exclude: ["Regressions"]),
-        .testTarget(name: "SpinetEngineTests", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetTestSupport"]),
+        .testTarget(name: "SpinetEngineTests", dependencies: ["SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetTestSupport"]),
         .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetEngine", "SpinetFile", "SpinetMIDI", "SpinetTestSupport"]),
         .testTarget(name: "SpinetSynthTests", dependencies: ["SpinetSynth", "SpinetEngine", "SpinetMIDI", "SpinetTestSupport"]),
         .testTarget(name: "SpinetEffectsTests", dependencies: ["SpinetEffects", "SpinetTestSupport"]),

@@ -27,8 +27,9 @@ public final class Engine: @unchecked Sendable {
         /// The longest SysEx message the engine passes on, in bytes.
         public var maxSysExBytes: Int = 65536
         /// Threads that render units in parallel, for offline rendering only:
-        /// the caller of `render` waits for the workers each slice, which a
-        /// live render thread must never do. 1 renders everything on the caller.
+        /// the caller of `render`/`renderOverlapped` waits for the workers
+        /// each slice, which a live render thread must never do. 1 renders
+        /// everything on the caller.
         public var offlineRenderThreads: Int = 1
         /// The shared send effects (nil: that effect is off). Units feed them
         /// through their sends (CC 91 reverb, CC 93 chorus, CC 94 delay).
@@ -56,8 +57,13 @@ public final class Engine: @unchecked Sendable {
     public private(set) var sampleRate: Double = 0
     public private(set) var maxFrames: Int = 0
     private var prepared = false
-    /// Per unit: dry stereo and three stereo sends, `maxFrames` each.
+    /// Two sets (index `set * units.count + unit`) of per-unit buffers: dry
+    /// stereo and three stereo sends, `maxFrames` each. `render` uses set 0;
+    /// `renderOverlapped` renders the units into one set while it finishes
+    /// the block before from the other.
     private var unitOutputs: [UnitOutput] = []
+    /// The set the units render into during the current block.
+    private var synthSet = 0
     /// The summed sends and the effects they feed.
     private var sendBuffers: UnsafeMutablePointer<Float>?
     private var reverb: Reverb?
@@ -72,8 +78,23 @@ public final class Engine: @unchecked Sendable {
     private var sysExArenaCapacity: Int
     private var limiter: Limiter?
     private var workers: UnitWorkers?
+    /// Per set: the smoothed master gain for each frame of its block.
+    private var gainRamps: [UnsafeMutablePointer<Float>] = []
     private var gainRamp: UnsafeMutablePointer<Float>
     private var rampFilled = 0
+    /// Per set: the tempo (bpm) the delay follows from that block on (0: no change).
+    private var tempoForSet: [Double] = [0, 0]
+    private var requestedTempo: Double = 0
+
+    // overlapped rendering (offline): the block whose units are rendered and
+    // which waits to be finished, and the finishing work of the current round
+    private var overlapSet = 0
+    private var overlapPendingFrames = 0
+    private var postPending = false
+    private var postFrames = 0
+    private var postSet = 0
+    private var postLeft: UnsafeMutablePointer<Float>?
+    private var postRight: UnsafeMutablePointer<Float>?
 
     /// Frames rendered since `prepare` (the engine timeline's "now").
     public private(set) var frameTime: Int64 = 0
@@ -128,7 +149,8 @@ public final class Engine: @unchecked Sendable {
         bankRoutes.deallocate()
         sliceEvents.deallocate()
         sysExArena.deallocate()
-        gainRamp.deallocate()
+        for r in gainRamps { r.deallocate() }
+        if gainRamps.isEmpty { gainRamp.deallocate() }
         for o in unitOutputs { o.left.deallocate() }
         sendBuffers?.deallocate()
         reverb?.deallocate()
@@ -194,7 +216,9 @@ public final class Engine: @unchecked Sendable {
         self.maxFrames = maxFrames
         for unit in units {
             unit.prepare(sampleRate: sampleRate, maxFrames: maxFrames, channels: channelCount)
-            unitOutputs.append(Self.allocateOutput(frames: maxFrames))
+        }
+        for _ in 0..<2 {
+            for _ in units { unitOutputs.append(Self.allocateOutput(frames: maxFrames)) }
         }
         let sends = UnsafeMutablePointer<Float>.allocate(capacity: 6 * maxFrames)
         sends.initialize(repeating: 0, count: 6 * maxFrames)
@@ -206,13 +230,18 @@ public final class Engine: @unchecked Sendable {
         chorusTailFrames = Int((chorus?.tailSeconds ?? 0) * sampleRate) + maxFrames
         delayTailFrames = Int((delay?.tailSeconds ?? 0) * sampleRate) + maxFrames
         gainRamp.deallocate()
-        gainRamp = .allocate(capacity: maxFrames)
-        gainRamp.initialize(repeating: 1, count: maxFrames)
+        for _ in 0..<2 {
+            let ramp = UnsafeMutablePointer<Float>.allocate(capacity: maxFrames)
+            ramp.initialize(repeating: 1, count: maxFrames)
+            gainRamps.append(ramp)
+        }
+        gainRamp = gainRamps[0]
         // about 5 ms to settle to a new gain: smooth, yet no audible lag
         gainCoefficient = Float(1 - exp(-1 / (0.005 * sampleRate / 3)))
         limiter = Limiter(sampleRate: sampleRate, ceilingDBFS: configuration.ceilingDBFS)
-        let threads = min(configuration.offlineRenderThreads, units.count)
-        if threads > 1 { workers = UnitWorkers(engine: self, threads: threads, units: units.count) }
+        // one task per unit, plus finishing the block before when overlapped
+        let threads = min(configuration.offlineRenderThreads, units.count + 1)
+        if threads > 1 { workers = UnitWorkers(engine: self, threads: threads) }
         prepared = true
     }
 
@@ -254,11 +283,11 @@ public final class Engine: @unchecked Sendable {
         return idle < tail
     }
 
-    /// Sets the tempo tempo-synced effects follow (the delay). Render thread,
-    /// or before rendering starts.
+    /// Sets the tempo tempo-synced effects follow (the delay), from the next
+    /// block rendered on. Render thread, or before rendering starts.
     public func setTempo(beatsPerMinute bpm: Double) {
         guard bpm > 0 && bpm.isFinite else { return }
-        delay?.setTempo(bpm: bpm)
+        requestedTempo = bpm
     }
 
     /// Longest time the effects ring after their input stops, in seconds.
@@ -266,7 +295,8 @@ public final class Engine: @unchecked Sendable {
         max(reverb?.tailSeconds ?? 0, chorus?.tailSeconds ?? 0, delay?.tailSeconds ?? 0)
     }
 
-    /// Frames of delay the engine adds after the units (the limiter's look-ahead).
+    /// Frames of delay the engine adds after the units (the limiter's
+    /// look-ahead), in both `render` and `renderOverlapped`.
     public var latencyFrames: Int { limiter?.lookahead ?? 0 }
 
     // MARK: statistics and requests (any thread)
@@ -318,6 +348,61 @@ public final class Engine: @unchecked Sendable {
     }
 
     private func renderBlock(frames: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>) {
+        renderUnits(frames: frames, set: 0)
+        finish(frames: frames, set: 0, left: left, right: right)
+    }
+
+    /// Offline only: renders the units over the next `frames` frames (at
+    /// most `maxFrames`) while it finishes the block of the previous call
+    /// (mix, effects, master gain, limiter) into `left` and `right`, on the
+    /// offline worker threads when there are any. Returns how many frames it
+    /// wrote: the previous call's `frames` (0 on the first call). After the
+    /// last call, `finishOverlapped` writes the last block.
+    ///
+    /// The output is the same as `render`'s, one call later, and the same on
+    /// any number of threads: each unit and the finishing step do the same
+    /// work whichever thread runs them. A live render thread must use
+    /// `render` (this waits for the workers).
+    public func renderOverlapped(frames: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>) -> Int {
+        precondition(frames >= 0 && frames <= maxFrames, "renderOverlapped renders at most maxFrames frames")
+        let produced = overlapPendingFrames
+        if produced > 0 {
+            postPending = true
+            postFrames = produced
+            postSet = 1 - overlapSet
+            postLeft = left
+            postRight = right
+        }
+        renderUnits(frames: frames, set: overlapSet)
+        if postPending { finishPending() }      // no workers, or no unit round ran it
+        overlapPendingFrames = frames
+        overlapSet = 1 - overlapSet
+        return produced
+    }
+
+    /// Offline only: finishes the block the last `renderOverlapped` left
+    /// pending into `left` and `right`; returns its frame count (0 if none).
+    public func finishOverlapped(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>) -> Int {
+        let produced = overlapPendingFrames
+        if produced > 0 { finish(frames: produced, set: 1 - overlapSet, left: left, right: right) }
+        overlapPendingFrames = 0
+        return produced
+    }
+
+    /// The finishing step `renderOverlapped` scheduled (any one thread).
+    func finishPending() {
+        guard postPending else { return }
+        postPending = false
+        finish(frames: postFrames, set: postSet, left: postLeft!, right: postRight!)
+    }
+
+    /// Gathers the next `frames` frames' events and renders every unit into
+    /// buffer set `set` (and, on the workers, a pending finishing step).
+    private func renderUnits(frames: Int, set: Int) {
+        synthSet = set
+        gainRamp = gainRamps[set]
+        tempoForSet[set] = requestedTempo
+        requestedTempo = 0
         let blockStart = frameTime
         let blockEnd = blockStart + Int64(frames)
         var sliceStart = blockStart
@@ -392,14 +477,33 @@ public final class Engine: @unchecked Sendable {
             fillGainRamp(to: Int(sliceEnd - blockStart), target: gainTarget)
 
             // Each unit renders its own slices between the events routed to it
-            // (in parallel across unit groups when offline workers exist).
+            // (in parallel when offline workers exist; they also take the
+            // pending finishing step, once).
             if let pool = workers {
-                pool.run(sliceStart: sliceStart, sliceEnd: sliceEnd, blockStart: blockStart)
+                pool.run(sliceStart: sliceStart, sliceEnd: sliceEnd, blockStart: blockStart,
+                         tasks: unitCount + (postPending ? 1 : 0))
             } else {
                 for u in 0..<unitCount { renderUnit(u, sliceStart: sliceStart, sliceEnd: sliceEnd, blockStart: blockStart) }
             }
             sliceStart = sliceEnd
             if sliceStart >= blockEnd { break }
+        }
+
+        var voices = 0
+        for u in 0..<unitCount { voices += units[u].activeVoices }
+        voiceCount.store(voices, ordering: .relaxed)
+        if voices > peakVoiceCount.load(ordering: .relaxed) { peakVoiceCount.store(voices, ordering: .relaxed) }
+        frameTime = blockEnd
+    }
+
+    /// Mixes buffer set `set` (`frames` frames), runs the send effects, the
+    /// master gain and the limiter, and writes the result to `left`/`right`.
+    private func finish(frames: Int, set: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>) {
+        let unitCount = units.count
+        let gainRamp = gainRamps[set]
+        if tempoForSet[set] > 0 {
+            delay?.setTempo(bpm: tempoForSet[set])
+            tempoForSet[set] = 0
         }
 
         // Mix: plain Float32 sum (headroom is the float range) of the dry
@@ -412,7 +516,7 @@ public final class Engine: @unchecked Sendable {
         if hasEffects && unitCount == 0 { sends.update(repeating: 0, count: 6 * n) }
         var u = 0
         while u < unitCount {
-            let o = unitOutputs[u]
+            let o = unitOutputs[set * unitCount + u]
             // one simple loop per buffer: each vectorizes
             Self.add(o.left, into: left, frames)
             Self.add(o.right, into: right, frames)
@@ -450,12 +554,6 @@ public final class Engine: @unchecked Sendable {
         }
         if fadeStep > 0 && fadeGain == 0 { fadeGainAtomic.store(0, ordering: .releasing) }
         limiter!.process(left: left, right: right, frames: frames)
-
-        var voices = 0
-        for u in 0..<unitCount { voices += units[u].activeVoices }
-        voiceCount.store(voices, ordering: .relaxed)
-        if voices > peakVoiceCount.load(ordering: .relaxed) { peakVoiceCount.store(voices, ordering: .relaxed) }
-        frameTime = blockEnd
     }
 
     /// Fixes the target unit of each channel message in the slice, applying
@@ -499,7 +597,7 @@ public final class Engine: @unchecked Sendable {
     func renderUnit(_ u: Int, sliceStart: Int64, sliceEnd: Int64, blockStart: Int64) {
         let unit = units[u]
         var position = sliceStart
-        let output = unitOutputs[u].advanced(by: Int(sliceStart - blockStart))
+        let output = unitOutputs[synthSet * units.count + u].advanced(by: Int(sliceStart - blockStart))
         for e in 0..<sliceEventCount {
             let event = sliceEvents[e]
             switch event.kind {

@@ -3,28 +3,91 @@ import SpinetMIDI
 /// Splits MIDI channels into groups of similar load, one group per render
 /// thread (each group gets its own instrument unit).
 public enum ChannelPartition {
-    /// Channels (global, 0..<channels) in `parts` groups, balanced by the
-    /// number of note-ons each channel plays: the busiest channel goes to the
-    /// least-loaded group, and so on (ties broken by channel number, so the
-    /// split is deterministic). Channels that play no note go to group 0.
-    /// Groups that would stay empty are dropped.
-    public static func balance(_ schedule: MIDISchedule, channels: Int, parts: Int) -> [[Int]] {
-        var notes = [Int](repeating: 0, count: channels)
+    /// How long a voice sounds after its key (and the sustain pedal) lets
+    /// go, in seconds: the release of a typical General MIDI preset.
+    static let releaseSeconds = 0.3
+    /// Longest time one note is counted for, in seconds: most samples decay
+    /// or loop quietly long before a very long held note ends.
+    static let longestNoteSeconds = 8.0
+
+    /// The work each channel (global, 0..<channels) gives a sample-playing
+    /// synthesizer, estimated from the file: the time its voices sound,
+    /// which is what FluidSynth's cost grows with. Each note counts from its
+    /// note-on to its note-off, or to the sustain pedal's release if the
+    /// pedal holds it (capped at `longestNoteSeconds`), plus
+    /// `releaseSeconds`. Note counts alone mislead: a pad channel of long
+    /// chords costs more than a drum channel of many short hits. In frames.
+    public static func estimatedLoad(_ schedule: MIDISchedule, channels: Int) -> [Int64] {
+        let rate = Double(schedule.sampleRate)
+        let release = Int64(releaseSeconds * rate)
+        let cap = Int64(longestNoteSeconds * rate)
+        var load = [Int64](repeating: 0, count: channels)
+        // per channel and key: start frames of the notes sounding (oldest first)
+        var sounding = [[Int64]](repeating: [], count: channels * 128)
+        // per channel: start frames of notes released while the pedal was down
+        var pedalHeld = [[Int64]](repeating: [], count: channels)
+        var pedalDown = [Bool](repeating: false, count: channels)
+
+        func end(_ c: Int, start: Int64, at frame: Int64) {
+            load[c] += min(max(frame - start, 0), cap) + release
+        }
         for e in schedule.events {
-            if case .message(let m) = e.kind, m.isNoteOn, let c = m.channel, Int(c) < channels {
-                notes[Int(c)] += 1
+            guard case .message(let m) = e.kind, let ch = m.channel, Int(ch) < channels else { continue }
+            let c = Int(ch)
+            switch m {
+            case .noteOn(_, let key, let velocity) where velocity > 0:
+                sounding[c * 128 + Int(key & 0x7F)].append(e.frame)
+            case .noteOn(_, let key, _), .noteOff(_, let key, _):
+                let k = c * 128 + Int(key & 0x7F)
+                guard !sounding[k].isEmpty else { continue }
+                let start = sounding[k].removeFirst()
+                if pedalDown[c] { pedalHeld[c].append(start) } else { end(c, start: start, at: e.frame) }
+            case .controlChange(_, MIDIController.sustain, let value):
+                let down = value >= 64
+                if pedalDown[c] && !down {
+                    for start in pedalHeld[c] { end(c, start: start, at: e.frame) }
+                    pedalHeld[c].removeAll()
+                }
+                pedalDown[c] = down
+            case .controlChange(_, let controller, _) where controller == MIDIController.allNotesOff || controller == MIDIController.allSoundOff:
+                for key in 0..<128 {
+                    for start in sounding[c * 128 + key] { end(c, start: start, at: e.frame) }
+                    sounding[c * 128 + key].removeAll()
+                }
+            default:
+                break
             }
         }
-        let playing = (0..<channels).filter { notes[$0] > 0 }.sorted { (notes[$0], -$0) > (notes[$1], -$1) }
+        // notes still sounding at the end of the music
+        let last = max(schedule.endFrame, schedule.events.last?.frame ?? 0)
+        for c in 0..<channels {
+            for start in pedalHeld[c] { end(c, start: start, at: last) }
+            for key in 0..<128 { for start in sounding[c * 128 + key] { end(c, start: start, at: last) } }
+        }
+        return load
+    }
+
+    /// Channels (global, 0..<channels) in `parts` groups of similar
+    /// `estimatedLoad`: the busiest channel goes to the least-loaded group,
+    /// and so on (ties broken by channel number, so the split is
+    /// deterministic). Channels that play no note go to group 0. Groups that
+    /// would stay empty are dropped.
+    public static func balance(_ schedule: MIDISchedule, channels: Int, parts: Int) -> [[Int]] {
+        let cost = estimatedLoad(schedule, channels: channels)
+        var plays = [Bool](repeating: false, count: channels)
+        for e in schedule.events {
+            if case .message(let m) = e.kind, m.isNoteOn, let c = m.channel, Int(c) < channels { plays[Int(c)] = true }
+        }
+        let playing = (0..<channels).filter { plays[$0] }.sorted { (cost[$0], -$0) > (cost[$1], -$1) }
         let count = max(1, min(parts, playing.count))
         var groups = [[Int]](repeating: [], count: count)
-        var load = [Int](repeating: 0, count: count)
+        var load = [Int64](repeating: 0, count: count)
         for c in playing {
             let g = load.indices.min { (load[$0], $0) < (load[$1], $1) }!
             groups[g].append(c)
-            load[g] += notes[c]
+            load[g] += cost[c]
         }
-        groups[0] += (0..<channels).filter { notes[$0] == 0 }
+        groups[0] += (0..<channels).filter { !plays[$0] }
         return groups.map { $0.sorted() }
     }
 }

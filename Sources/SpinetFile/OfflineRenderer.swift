@@ -20,8 +20,10 @@ public struct RenderReport: Sendable {
 }
 
 /// Drives an `Engine` as fast as possible from a `MIDISchedule`: the offline
-/// twin of the live audio callback, through the same input queue and the
-/// same `render`.
+/// twin of the live audio callback, through the same input queue. It uses
+/// `Engine.renderOverlapped`, so that with offline worker threads the
+/// mixing, effects and limiter of one block run beside the units of the
+/// next; the output is the same as `render`'s on any number of threads.
 ///
 /// The render ends when the music has ended and the sound has decayed below
 /// `silenceDBFS` for `silenceWindow` seconds; the trailing quiet part is not
@@ -81,7 +83,8 @@ public final class OfflineRenderer {
         var next = 0
         var nextTempo = 0
         let tempos = schedule.tempoChanges
-        var rendered: Int64 = 0          // engine frames
+        var rendered: Int64 = 0          // engine frames whose units are rendered
+        var produced: Int64 = 0          // engine frames finished (one block behind `rendered`)
         var written: Int64 = 0           // output frames handed to sink (output frame = engine frame - latency)
         var peak: Float = 0
         var fading = false
@@ -113,16 +116,17 @@ public final class OfflineRenderer {
                 // queue full: render up to the first event that did not fit, then refill
                 n = max(1, Int(events[next].frame - rendered))
             }
-            engine.render(frames: n, left: left, right: right)
+            let done = engine.renderOverlapped(frames: n, left: left, right: right)
             rendered += Int64(n)
+            produced += Int64(done)
 
             // Drop the limiter's look-ahead from the front so output frame = event frame.
-            let skip = Int(max(0, min(Int64(n), latency - (rendered - Int64(n)))))
-            let m = n - skip
+            let skip = Int(max(0, min(Int64(done), latency - (produced - Int64(done)))))
+            let m = done - skip
             if m > 0 {
                 let outStart = written + Int64(held)
                 var lastLoud = -1
-                for i in skip..<n {
+                for i in skip..<done {
                     let a = max(abs(left[i]), abs(right[i]))
                     if a > peak { peak = a }
                     if a > threshold { lastLoud = i - skip }
@@ -144,7 +148,7 @@ public final class OfflineRenderer {
                 }
             }
 
-            let outFrame = rendered - latency
+            let outFrame = produced - latency
             let f = min(1, Double(max(outFrame, 0)) / Double(max(musicEnd, 1)))
             if f - lastProgress >= 0.001 || f == 1 { progress(f); lastProgress = f }
 

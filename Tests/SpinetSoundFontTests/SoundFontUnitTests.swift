@@ -275,6 +275,45 @@ struct ChannelPartitionTests {
         let one = ChannelPartition.balance(try MIDIFile(bytes: solo.bytes()).schedule(sampleRate: 48000), channels: 16, parts: 2)
         #expect(one == [Array(0..<16)])
     }
+
+    /// The load is the time voices sound, not the number of notes: four
+    /// chords of 4 s outweigh 100 drum hits of 10 ms, and a note the sustain
+    /// pedal holds counts until the pedal lets go.
+    @Test func loadFollowsHowLongVoicesSound() throws {
+        var w = MIDIFileWriter(format: 0, ticksPerQuarter: 480)   // 120 bpm: 960 ticks a second
+        var events: [(tick: Int64, event: TrackEvent.Kind)] = []
+        for i in 0..<100 {   // channel 9: 100 hits of 10 ms
+            events.append((Int64(i * 48), .message(.noteOn(channel: 9, key: 38, velocity: 100))))
+            events.append((Int64(i * 48 + 10), .message(.noteOff(channel: 9, key: 38, velocity: 0))))
+        }
+        for i in 0..<4 {     // channel 0: four 3-note chords of 4 s
+            for key: UInt8 in [60, 64, 67] {
+                events.append((Int64(i * 3840), .message(.noteOn(channel: 0, key: key, velocity: 80))))
+                events.append((Int64(i * 3840 + 3840), .message(.noteOff(channel: 0, key: key, velocity: 0))))
+            }
+        }
+        // channel 1: a 0.1 s note the pedal holds for 5 s; channel 2: the same without the pedal
+        events.append((0, .message(.controlChange(channel: 1, controller: 64, value: 127))))
+        events.append((0, .message(.noteOn(channel: 1, key: 60, velocity: 80))))
+        events.append((96, .message(.noteOff(channel: 1, key: 60, velocity: 0))))
+        events.append((4800, .message(.controlChange(channel: 1, controller: 64, value: 0))))
+        events.append((0, .message(.noteOn(channel: 2, key: 60, velocity: 80))))
+        events.append((96, .message(.noteOff(channel: 2, key: 60, velocity: 0))))
+        w.addTrack(events.sorted { $0.tick < $1.tick })
+        let schedule = try MIDIFile(bytes: w.bytes()).schedule(sampleRate: 48000)
+        let load = ChannelPartition.estimatedLoad(schedule, channels: 16)
+        let second = 48000.0
+        // 12 notes x (4 s + 0.3 s release); 100 x (0.0104 s + 0.3 s); 5 s + 0.3 s; 0.1 s + 0.3 s
+        #expect(abs(Double(load[0]) / second - 12 * 4.3) < 0.01)
+        #expect(abs(Double(load[9]) / second - 100 * (10.0 / 960 + 0.3)) < 0.05)
+        #expect(abs(Double(load[1]) / second - 5.3) < 0.01)
+        #expect(abs(Double(load[2]) / second - 0.4) < 0.01)
+        #expect(load[0] > load[9])
+        // the chords (51.6 s) in one group, the rest (31 + 5.3 + 0.4 s) in
+        // the other; the silent channels join group 0
+        let groups = ChannelPartition.balance(schedule, channels: 16, parts: 2)
+        #expect(groups == [[0] + Array(3...8) + Array(10...15), [1, 2, 9]])
+    }
 }
 
 @Suite("--channel")
