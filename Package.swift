@@ -9,6 +9,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "spinet", targets: ["spinet"]),
+        .executable(name: "spinet-rtcheck", targets: ["spinet-rtcheck"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -38,6 +39,11 @@ let package = Package(
 
         // Test support: counts malloc and lock calls made by the thread that asks.
         .target(name: "CRealtimeProbe", path: "Tests/CRealtimeProbe"),
+        // The same counting for `spinet bench`, in its own executable: the
+        // interposed malloc and lock functions stay out of `spinet`.
+        .executableTarget(name: "spinet-rtcheck", dependencies: [
+            "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetTestSupport",
+        ]),
         .target(name: "SpinetTestSupport", dependencies: ["SpinetMIDI", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
         .testTarget(name: "SpinetTestSupportTests", dependencies: ["SpinetTestSupport", "CRealtimeProbe"]),
         .testTarget(name: "SpinetMIDITests", dependencies: ["SpinetMIDI", "SpinetTestSupport"], exclude: ["Regressions"]),

@@ -66,6 +66,8 @@ struct Bench: ParsableCommand {
         let synth = SynthBenchmark.voicesPerCore(sampleRate: Double(rate), seconds: 2)
         print(String(format: "\nOscillator synth (2 oscillators, filter, 2 envelopes, LFO per voice): %.0f voices per core in real time, %.2f ns per voice-sample",
                      synth.voicesPerCore, synth.nsPerVoiceSample))
+        print("\nWhat the render path must never do (allocate, free, lock, make a system call), counted by spinet-rtcheck:")
+        realtimeRules(font: font)
         print("\nStartup to the first rendered block (load + prepare + one 128-frame period):")
         for path in [font, largeSoundFont] where FileManager.default.fileExists(atPath: path) {
             let t0 = DispatchTime.now().uptimeNanoseconds
@@ -79,6 +81,31 @@ struct Bench: ParsableCommand {
             let ms = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
             let size = ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) / 1_000_000
             print(String(format: "%8.1f ms  %@ (%d MB)", ms, path, size))
+        }
+    }
+
+    /// Runs spinet-rtcheck (built beside this executable), which counts
+    /// allocations, frees, lock calls and system calls per render cycle
+    /// with interposed malloc and lock functions that `spinet` itself does
+    /// not carry.
+    private func realtimeRules(font: String) {
+        let here = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        let checker = here.appendingPathComponent("spinet-rtcheck").path
+        guard FileManager.default.isExecutableFile(atPath: checker) else {
+            print("  not measured: \(checker) is missing (swift build -c release builds it)")
+            return
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: checker)
+        p.arguments = [font, "--period", "128", "--cycles", "2000"]
+        fflush(nil)   // flush our buffered lines first: its lines go between ours
+        do {
+            try p.run()
+            p.waitUntilExit()
+            if p.terminationStatus == 1 { print("  FAILED: the render path allocated, locked or made a system call (above)") }
+            else if p.terminationStatus != 0 { print("  not measured: spinet-rtcheck exited with status \(p.terminationStatus)") }
+        } catch {
+            print("  not measured: \(error.localizedDescription)")
         }
     }
 

@@ -19,12 +19,13 @@ public enum SpinetCommand {
         public var timedOut: Bool
     }
 
-    /// Runs spinet with `arguments` in `directory`; kills it after `timeout` seconds.
+    /// Runs spinet (or `program`) with `arguments` in `directory`; kills it after `timeout` seconds.
     /// `interruptAfter` sends SIGINT once that many seconds have passed.
     public static func run(_ arguments: [String], in directory: URL? = nil, timeout: Double = 120,
-                           interruptAfter: Double? = nil, environment: [String: String] = [:]) throws -> Result {
+                           interruptAfter: Double? = nil, environment: [String: String] = [:],
+                           program: String? = nil) throws -> Result {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: executable)
+        p.executableURL = URL(fileURLWithPath: program ?? executable)
         p.arguments = arguments
         if let directory { p.currentDirectoryURL = directory }
         var env = ProcessInfo.processInfo.environment
