@@ -84,6 +84,15 @@ public final class Engine: @unchecked Sendable {
     private var rampFilled = 0
     /// Per set: the tempo (bpm) the delay follows from that block on (0: no change).
     private var tempoForSet: [Double] = [0, 0]
+    /// Per set: reverb and chorus types a SysEx in that block selected.
+    private var reverbForSet: [Reverb.Parameters?] = [nil, nil]
+    private var chorusForSet: [Chorus.Parameters?] = [nil, nil]
+    /// The reverbs and choruses the GS and GM2 type numbers select, looked
+    /// up in `prepare` (nil: that number selects none).
+    private var gsReverbs: [Reverb.Parameters?] = []
+    private var gm2Reverbs: [Reverb.Parameters?] = []
+    private var gsChoruses: [Chorus.Parameters?] = []
+    private var gm2Choruses: [Chorus.Parameters?] = []
     private var requestedTempo: Double = 0
 
     // overlapped rendering (offline): the block whose units are rendered and
@@ -226,6 +235,16 @@ public final class Engine: @unchecked Sendable {
         if let preset = configuration.reverb { reverb = Reverb(sampleRate: sampleRate, parameters: preset.parameters) }
         if let preset = configuration.chorus { chorus = Chorus(sampleRate: sampleRate, parameters: preset.parameters) }
         if let preset = configuration.delay { delay = Delay(sampleRate: sampleRate, parameters: preset.parameters) }
+        gsReverbs = (0..<128).map { ReverbPreset(gsType: $0)?.parameters }
+        gm2Reverbs = (0..<128).map { ReverbPreset(gm2Type: $0)?.parameters }
+        gsChoruses = (0..<128).map { ChorusPreset(gsType: $0)?.parameters }
+        gm2Choruses = (0..<128).map { ChorusPreset(gm2Type: $0)?.parameters }
+        // The first use of a code path can instantiate runtime metadata (an
+        // allocation): take the type-SysEx path once here, not on the render thread.
+        let gsHall: [UInt8] = [0xF0, 0x41, 0x10, 0x42, 0x12, 0x40, 0x01, 0x30, 0x04, 0x0B, 0xF7]
+        gsHall.withUnsafeBufferPointer { if let r = EffectTypeSysEx($0) { selectEffectType(r, set: 0) } }
+        reverbForSet[0] = nil
+        chorusForSet[0] = nil
         reverbTailFrames = Int((reverb?.tailSeconds ?? 0) * sampleRate) + maxFrames
         chorusTailFrames = Int((chorus?.tailSeconds ?? 0) * sampleRate) + maxFrames
         delayTailFrames = Int((delay?.tailSeconds ?? 0) * sampleRate) + maxFrames
@@ -465,14 +484,17 @@ public final class Engine: @unchecked Sendable {
             // pair of events: All Notes Off for the old unit, then the change.
             applyBankRouting()
 
-            // Master volume SysEx belongs to the engine; it takes effect at its frame.
+            // Master volume SysEx belongs to the engine; it takes effect at its
+            // frame. Reverb and chorus type SysEx take effect from this block.
             for e in 0..<sliceEventCount {
-                if case .sysEx(let off, let len) = sliceEvents[e].kind,
-                   let v = Self.masterVolume(UnsafeBufferPointer(start: sysExArena + off, count: len)) {
+                guard case .sysEx(let off, let len) = sliceEvents[e].kind else { continue }
+                let message = UnsafeBufferPointer(start: sysExArena + off, count: len)
+                if let v = Self.masterVolume(message) {
                     fillGainRamp(to: Int(sliceEvents[e].frame - blockStart), target: gainTarget)
                     masterVolume = v
                     gainTarget = masterGain * masterVolume
                 }
+                if let request = EffectTypeSysEx(message) { selectEffectType(request, set: set) }
             }
             fillGainRamp(to: Int(sliceEnd - blockStart), target: gainTarget)
 
@@ -504,6 +526,20 @@ public final class Engine: @unchecked Sendable {
         if tempoForSet[set] > 0 {
             delay?.setTempo(bpm: tempoForSet[set])
             tempoForSet[set] = 0
+        }
+        if let p = reverbForSet[set] {
+            if reverb != nil {
+                reverb!.parameters = p
+                reverbTailFrames = Int(reverb!.tailSeconds * sampleRate) + maxFrames
+            }
+            reverbForSet[set] = nil
+        }
+        if let p = chorusForSet[set] {
+            if chorus != nil {
+                chorus!.parameters = p
+                chorusTailFrames = Int(chorus!.tailSeconds * sampleRate) + maxFrames
+            }
+            chorusForSet[set] = nil
         }
 
         // Mix: plain Float32 sum (headroom is the float range) of the dry
@@ -623,6 +659,31 @@ public final class Engine: @unchecked Sendable {
         }
     }
 
+    /// Records the reverb or chorus a type SysEx selects, for the block in
+    /// buffer set `set`. A reset (GM System On, GS reset) goes back to the
+    /// configured presets. Types that name no reverb or chorus (GS reverb
+    /// types 6 and 7 are echoes) leave the effect as it is.
+    private func selectEffectType(_ request: EffectTypeSysEx, set: Int) {
+        switch request {
+        case .reset:
+            reverbForSet[set] = configuration.reverb?.parameters
+            chorusForSet[set] = configuration.chorus?.parameters
+        case .gsReverb(let t):
+            if let p = gsReverbs[t & 0x7F] { reverbForSet[set] = p }
+        case .gm2Reverb(let t):
+            if let p = gm2Reverbs[t & 0x7F] { reverbForSet[set] = p }
+        case .gsChorus(let t):
+            if let p = gsChoruses[t & 0x7F] { chorusForSet[set] = p }
+        case .gm2Chorus(let t):
+            if let p = gm2Choruses[t & 0x7F] { chorusForSet[set] = p }
+        }
+    }
+
+    /// The reverb and chorus currently in effect (nil: that effect is off).
+    /// Render thread, or when no render is running.
+    public var reverbParameters: Reverb.Parameters? { reverb?.parameters }
+    public var chorusParameters: Chorus.Parameters? { chorus?.parameters }
+
     /// Extends gainRamp up to (not including) `to` with the smoothed master
     /// gain approaching `target`.
     private func fillGainRamp(to: Int, target: Float) {
@@ -659,6 +720,46 @@ public final class Engine: @unchecked Sendable {
         if m.count == 11 && m[0] == 0xF0 && m[1] == 0x41 && m[3] == 0x42 && m[4] == 0x12
             && m[5] == 0x40 && m[6] == 0x00 && m[7] == 0x7F {
             return 1
+        }
+        return nil
+    }
+}
+
+
+/// A SysEx message that selects the type of the shared reverb or chorus.
+enum EffectTypeSysEx: Equatable {
+    /// GM System On (F0 7E dd 09 01 F7) or a GS reset: back to the configured presets.
+    case reset
+    /// GS Reverb Macro / Chorus Macro (F0 41 dd 42 12 40 01 30|38 vv cs F7; 0-7),
+    /// with a valid Roland checksum.
+    case gsReverb(Int), gsChorus(Int)
+    /// GM2 Global Parameter Control, type parameter (F0 7F dd 04 05 01 01 01
+    /// 01 01|02 00 vv F7: slot 01 01 reverb, 01 02 chorus).
+    case gm2Reverb(Int), gm2Chorus(Int)
+
+    /// nil for any other message. Allocates nothing.
+    init?(_ m: UnsafeBufferPointer<UInt8>) {
+        guard m.count >= 6, m[0] == 0xF0, m[m.count - 1] == 0xF7 else { return nil }
+        if m.count == 6 && m[1] == 0x7E && m[3] == 0x09 && m[4] == 0x01 {
+            self = .reset
+            return
+        }
+        if m.count == 11 && m[1] == 0x41 && m[3] == 0x42 && m[4] == 0x12 {
+            // address 40 00 7F (GS reset) or 40 01 30/38 (macros); checksum over address + data
+            var sum = 0
+            for i in 5...9 { sum += Int(m[i]) }
+            guard sum % 128 == 0 else { return nil }
+            let a = (m[5], m[6], m[7])
+            if a == (0x40, 0x00, 0x7F) { self = .reset; return }
+            guard a.0 == 0x40 && a.1 == 0x01 && m[8] <= 7 else { return nil }
+            if a.2 == 0x30 { self = .gsReverb(Int(m[8])); return }
+            if a.2 == 0x38 { self = .gsChorus(Int(m[8])); return }
+            return nil
+        }
+        if m.count == 13 && m[1] == 0x7F && m[3] == 0x04 && m[4] == 0x05
+            && m[5] == 0x01 && m[6] == 0x01 && m[7] == 0x01 && m[8] == 0x01 && m[10] == 0x00 {
+            if m[9] == 0x01 { self = .gm2Reverb(Int(m[11])); return }
+            if m[9] == 0x02 { self = .gm2Chorus(Int(m[11])); return }
         }
         return nil
     }

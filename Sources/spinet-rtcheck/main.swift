@@ -52,6 +52,8 @@ final class Rig: @unchecked Sendable {
     var cycle = 0
     let controllers: [UInt8] = [1, 7, 10, 11, 64, 91, 93, 94, 74]
     var masterVolume: [UInt8] = [0xF0, 0x7F, 0x7F, 0x04, 0x01, 0x00, 0x60, 0xF7]
+    /// GS Reverb Macro, Hall 2 (the engine switches its reverb on it)
+    let gsReverbHall: [UInt8] = [0xF0, 0x41, 0x10, 0x42, 0x12, 0x40, 0x01, 0x30, 0x04, 0x0B, 0xF7]
 
     init(font: String, rate: Double, period: Int, spinetEffects: Bool) throws {
         var options = SoundFontOptions()
@@ -93,7 +95,7 @@ final class Rig: @unchecked Sendable {
 
     /// The events of one cycle, as a keyboard and a DAW would send them:
     /// a note off and on, controllers, pitch bend, pressure, sometimes a
-    /// program change and a master-volume SysEx.
+    /// program change, a master-volume SysEx and a reverb-type SysEx.
     func feed() {
         let f = engine.frameTime + Int64(cycle % period)
         let ch = UInt8(cycle % 16)
@@ -108,6 +110,7 @@ final class Rig: @unchecked Sendable {
             masterVolume[6] = UInt8(64 + cycle % 60)
             queue.pushSysEx(frame: f + 5, masterVolume)
         }
+        if cycle % 200 == 100 { queue.pushSysEx(frame: f + 5, gsReverbHall) }
         cycle += 1
     }
 
