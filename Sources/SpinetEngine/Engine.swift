@@ -36,6 +36,12 @@ public final class Engine: @unchecked Sendable {
         public var reverb: ReverbPreset? = nil
         public var chorus: ChorusPreset? = nil
         public var delay: DelayPreset? = nil
+        /// Muted global channels: they play no new note (their note-ons are
+        /// dropped; controllers, program changes and note-offs still apply,
+        /// so the channel's state stays right and nothing hangs).
+        public var mutedChannels: [Int] = []
+        /// Soloed global channels: when there are any, every other channel is muted.
+        public var soloChannels: [Int] = []
         public init() {}
     }
 
@@ -52,6 +58,8 @@ public final class Engine: @unchecked Sendable {
     private var bankMSB: UnsafeMutablePointer<UInt8>
     /// bank MSB -> unit index, for banks that select a unit (-1: none)
     private var bankRoutes: UnsafeMutablePointer<Int>
+    /// channel -> muted (by `mutedChannels`, or by another channel's solo)
+    private var muted: UnsafeMutablePointer<Bool>
 
     // render-thread state, allocated in prepare
     public private(set) var sampleRate: Double = 0
@@ -143,6 +151,11 @@ public final class Engine: @unchecked Sendable {
         bankMSB.initialize(repeating: 0, count: channels)
         bankRoutes = .allocate(capacity: 128)
         bankRoutes.initialize(repeating: -1, count: 128)
+        muted = .allocate(capacity: channels)
+        let solo = configuration.soloChannels.filter { $0 >= 0 && $0 < channels }
+        for c in 0..<channels {
+            (muted + c).initialize(to: configuration.mutedChannels.contains(c) || (!solo.isEmpty && !solo.contains(c)))
+        }
         sliceEvents = .allocate(capacity: max(configuration.maxEventsPerSlice, 1))
         sysExArenaCapacity = max(configuration.maxSysExBytes * 4, 1024)
         sysExArena = .allocate(capacity: sysExArenaCapacity)
@@ -156,6 +169,7 @@ public final class Engine: @unchecked Sendable {
         homeRouting.deallocate()
         bankMSB.deallocate()
         bankRoutes.deallocate()
+        muted.deallocate()
         sliceEvents.deallocate()
         sysExArena.deallocate()
         for r in gainRamps { r.deallocate() }
@@ -622,7 +636,8 @@ public final class Engine: @unchecked Sendable {
                         }
                     }
                 }
-                sliceEvents[e].unit = routing[c]
+                // a muted channel's note-ons go nowhere
+                sliceEvents[e].unit = muted[c] && m.isNoteOn ? -1 : routing[c]
             }
             e += 1
         }
