@@ -87,17 +87,14 @@ struct Render: ParsableCommand {
     var quiet = false
 
     func run() throws {
-        try reportingFailures(render)
+        try reportingFailures(renderSingle)
     }
 
-    private func render() throws {
-        // 1. Everything that can be checked without work, checked first.
-        let settings: SpinetConfig
-        do { settings = try SpinetConfig.load(explicitPath: config) } catch { throw Failure(error.description) }
-        let rate = self.rate ?? settings.rate ?? 48000
-        let soundFonts = self.soundFonts.isEmpty ? settings.soundFonts : self.soundFonts
-        let channelAssignments = settings.channels + self.channelAssignments
-        let presets = self.presets ?? settings.presets
+    /// The options every file of a render shares, checked before any work.
+    func settings() throws -> RenderSettings {
+        let file: SpinetConfig
+        do { file = try SpinetConfig.load(explicitPath: config) } catch { throw Failure(error.description) }
+        let rate = self.rate ?? file.rate ?? 48000
         guard (22050...192000).contains(rate) else {
             throw Failure("--rate \(rate) is out of range; use 22050 to 192000 Hz")
         }
@@ -107,6 +104,33 @@ struct Render: ParsableCommand {
         guard (1...65535).contains(polyphony) else {
             throw Failure("--polyphony \(polyphony) is out of range; use 1 to 65535")
         }
+        guard ["fluidsynth", "spinet"].contains(effects) else {
+            throw Failure("--effects \(effects) is not known; use fluidsynth or spinet")
+        }
+        let threadCount = threads ?? min(ProcessInfo.processInfo.activeProcessorCount, Self.partitions)
+        guard (1...64).contains(threadCount) else { throw Failure("--threads \(threadCount) is out of range; use 1 to 64") }
+        let spinetEffects = !dry && (effects == "spinet" || reverb != nil || chorus != nil || delay != nil)
+        var s = RenderSettings(rate: rate, sampleFormat: sampleFormat,
+                               soundFonts: soundFonts.isEmpty ? file.soundFonts : soundFonts,
+                               channelAssignments: file.channels + channelAssignments,
+                               presetBank: try Self.presetBank(self.presets ?? file.presets),
+                               polyphony: polyphony, threads: threadCount, gain: gain,
+                               fluidEffects: !dry && !spinetEffects, quiet: quiet)
+        if spinetEffects {
+            s.spinetEffects = true
+            s.reverb = try Self.preset(reverb, default: .room, named: ReverbPreset.init(name:), option: "--reverb", choices: ReverbPreset.all.map(\.name))
+            s.chorus = try Self.preset(chorus, default: .subtle, named: ChorusPreset.init(name:), option: "--chorus", choices: ChorusPreset.all.map(\.name))
+            s.delay = try Self.preset(delay, default: .eighth, named: DelayPreset.init(name:), option: "--delay", choices: DelayPreset.all.map(\.name))
+        }
+        // The --channel options, checked once here; port numbers are checked
+        // again for each file, against the ports it uses.
+        _ = try Self.applyAssignments(s.channelAssignments, to: OscillatorSynth(presets: s.presetBank, polyphony: 1), ports: 16)
+        return s
+    }
+
+    /// One input to one output file (or standard output).
+    private func renderSingle() throws {
+        let settings = try settings()
         let target = output ?? Self.defaultOutput(for: input)
         let container: AudioFileFormat
         if let format {
@@ -122,7 +146,7 @@ struct Render: ParsableCommand {
             throw Failure("cannot tell the audio format of \(target) from its extension; use .wav, .flac, .ogg, .aiff or .mp3, or pass --format")
         }
         do {
-            try AudioFileWriter.validate(format: container, sampleFormat: sampleFormat, sampleRate: rate)
+            try AudioFileWriter.validate(format: container, sampleFormat: settings.sampleFormat, sampleRate: settings.rate)
         } catch {
             throw Failure(error.description)
         }
@@ -133,8 +157,21 @@ struct Render: ParsableCommand {
             throw Failure(error.description)
         }
         installInterruptHandlers()
+        let bar = ProgressBar(enabled: !quiet && isatty(STDERR_FILENO) == 1)
+        let result = try Self.renderFile(input, to: out, format: container, settings: settings,
+                                         announceSoundFont: true, progress: bar, log: printError)
+        if !quiet {
+            printError(Self.summary(result.report, seconds: result.seconds, target: target))
+        }
+    }
 
-        // 2. The MIDI file.
+    /// Renders one MIDI file to one output: the whole work of `spinet render`
+    /// for one file, apart from choosing and checking its output.
+    /// Throws a `Failure`; `log` prints warnings and notes (one line each).
+    static func renderFile(_ input: String, to out: OutputFile, format container: AudioFileFormat, settings s: RenderSettings,
+                           announceSoundFont: Bool, progress: RenderProgress, log: (String) -> Void) throws -> FileRender {
+        let rate = s.rate
+        // 1. The MIDI file.
         let file: MIDIFile
         do {
             file = try MIDIFile(path: input)
@@ -143,9 +180,9 @@ struct Render: ParsableCommand {
         }
         let schedule = file.schedule(sampleRate: rate)
         let allWarnings = file.warnings + schedule.warnings
-        if !quiet {
-            for w in allWarnings.prefix(5) { printError("spinet: warning: \(input): \(w.description)") }
-            if allWarnings.count > 5 { printError("spinet: warning: \(input): \(allWarnings.count - 5) more warnings") }
+        if !s.quiet {
+            for w in allWarnings.prefix(5) { log("spinet: warning: \(input): \(w.description)") }
+            if allWarnings.count > 5 { log("spinet: warning: \(input): \(allWarnings.count - 5) more warnings") }
         }
         let hours = Double(schedule.endFrame) / Double(rate) / 3600
         guard hours <= 24 else {
@@ -156,8 +193,8 @@ struct Render: ParsableCommand {
             throw Failure("\(input) has no notes to play (\(schedule.events.count) events, none a note-on); nothing rendered")
         }
 
-        // 3. The SoundFont(s), loaded before any audio work.
-        var fonts = soundFonts
+        // 2. The SoundFont(s), loaded before any audio work.
+        var fonts = s.soundFonts
         if fonts.isEmpty {
             guard let found = SoundFontLocator.defaultSoundFont() else {
                 throw Failure("no SoundFont found; pass one with --soundfont PATH, or install one (sudo apt-get install fluid-soundfont-gm)")
@@ -169,17 +206,11 @@ struct Render: ParsableCommand {
             if case .message(let m) = e.kind, let c = m.channel { maxChannel = max(maxChannel, Int(c)) }
         }
         let ports = maxChannel / 16 + 1
-        guard ["fluidsynth", "spinet"].contains(effects) else {
-            throw Failure("--effects \(effects) is not known; use fluidsynth or spinet")
-        }
-        let spinetEffects = !dry && (effects == "spinet" || reverb != nil || chorus != nil || delay != nil)
         var options = SoundFontOptions()
-        options.polyphony = polyphony
-        options.fluidEffects = !dry && !spinetEffects
-        let threadCount = threads ?? min(ProcessInfo.processInfo.activeProcessorCount, Self.partitions)
-        guard (1...64).contains(threadCount) else { throw Failure("--threads \(threadCount) is out of range; use 1 to 64") }
-        let synth = try Self.makeSynth(presets: presets, polyphony: 256)
-        let synthChannels = try Self.applyAssignments(channelAssignments, to: synth, ports: ports)
+        options.polyphony = s.polyphony
+        options.fluidEffects = s.fluidEffects
+        let synth = OscillatorSynth(presets: s.presetBank, polyphony: 256)
+        let synthChannels = try Self.applyAssignments(s.channelAssignments, to: synth, ports: ports)
         var groups = ChannelPartition.balance(schedule, channels: ports * 16, parts: Self.partitions)
             .map { $0.filter { !synthChannels.contains($0) } }.filter { !$0.isEmpty }
         if groups.isEmpty { groups = [[]] }   // the SoundFont player stays for Bank Select switches back
@@ -192,17 +223,17 @@ struct Render: ParsableCommand {
         } catch {
             throw Failure(error.description)
         }
-        if !quiet { printError("SoundFont: \(fonts.joined(separator: ", "))") }
+        if announceSoundFont && !s.quiet { log("SoundFont: \(fonts.joined(separator: ", "))") }
 
-        // 4. The engine, driven offline.
+        // 3. The engine, driven offline.
         var config = Engine.Configuration()
         config.ports = ports
-        config.gainDB = gain
-        config.offlineRenderThreads = min(threadCount, groups.count)
-        if spinetEffects {
-            config.reverb = try Self.preset(reverb, default: .room, named: ReverbPreset.init(name:), option: "--reverb", choices: ReverbPreset.all.map(\.name))
-            config.chorus = try Self.preset(chorus, default: .subtle, named: ChorusPreset.init(name:), option: "--chorus", choices: ChorusPreset.all.map(\.name))
-            config.delay = try Self.preset(delay, default: .eighth, named: DelayPreset.init(name:), option: "--delay", choices: DelayPreset.all.map(\.name))
+        config.gainDB = s.gain
+        config.offlineRenderThreads = min(s.threads, groups.count)
+        if s.spinetEffects {
+            config.reverb = s.reverb
+            config.chorus = s.chorus
+            config.delay = s.delay
         }
         let engine = Engine(configuration: config)
         for (unit, channels) in zip(units, groups) {
@@ -219,12 +250,12 @@ struct Render: ParsableCommand {
         let writer: AudioFileWriter
         do {
             writer = try AudioFileWriter(path: out.writePath, fileDescriptor: out.isStandardOutput ? STDOUT_FILENO : nil,
-                                         format: container, sampleFormat: sampleFormat, sampleRate: rate)
+                                         format: container, sampleFormat: s.sampleFormat, sampleRate: rate)
         } catch {
             throw Failure(error.description)
         }
 
-        let progress = ProgressBar(enabled: !quiet && isatty(STDERR_FILENO) == 1, totalSeconds: Double(schedule.endFrame) / Double(rate))
+        progress.start(musicSeconds: Double(schedule.endFrame) / Double(rate))
         let start = DispatchTime.now()
         let report: RenderReport
         do {
@@ -240,8 +271,8 @@ struct Render: ParsableCommand {
         }
         progress.finish()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
-        for line in Set(SoundFontUnit.drainRenderThreadMessages()).sorted() where !quiet {
-            printError("spinet: FluidSynth: \(line)")
+        for line in Set(SoundFontUnit.drainRenderThreadMessages()).sorted() where !s.quiet {
+            log("spinet: FluidSynth: \(line)")
         }
         if report.interrupted {
             out.discard()
@@ -260,9 +291,7 @@ struct Render: ParsableCommand {
             out.discard()
             throw Failure(error.description)
         }
-        if !quiet {
-            printError(Self.summary(report, seconds: seconds, target: target))
-        }
+        return FileRender(report: report, seconds: seconds)
     }
 
     /// A named effect preset, `none`, or the default when the option is absent.
@@ -277,11 +306,13 @@ struct Render: ParsableCommand {
 
     /// Spinet's oscillator synth, with the factory presets or a preset file.
     static func makeSynth(presets: String?, polyphony: Int) throws -> OscillatorSynth {
-        var bank = PresetBank.factory
-        if let presets {
-            do { bank = try PresetBank(jsonFile: presets) } catch { throw Failure(error.description) }
-        }
-        return OscillatorSynth(presets: bank, polyphony: polyphony)
+        OscillatorSynth(presets: try presetBank(presets), polyphony: polyphony)
+    }
+
+    /// The factory presets, or those of a preset file.
+    static func presetBank(_ path: String?) throws -> PresetBank {
+        guard let path else { return .factory }
+        do { return try PresetBank(jsonFile: path) } catch { throw Failure(error.description) }
     }
 
     /// Applies `--channel` options; returns the channels that play the synth.
@@ -334,16 +365,54 @@ struct Render: ParsableCommand {
     }
 }
 
+/// The options every file of a render shares (see `Render.settings()`).
+struct RenderSettings: Sendable {
+    var rate: Int
+    var sampleFormat: SampleFormat
+    /// Empty: the default font, looked up once the MIDI file has been read.
+    var soundFonts: [String]
+    var channelAssignments: [String]
+    var presetBank: PresetBank
+    var polyphony: Int
+    /// Render threads for one file.
+    var threads: Int
+    var gain: Double
+    var fluidEffects: Bool
+    var quiet: Bool
+    var spinetEffects = false
+    var reverb: ReverbPreset?
+    var chorus: ChorusPreset?
+    var delay: DelayPreset?
+}
+
+/// What one file's render did.
+struct FileRender: Sendable {
+    var report: RenderReport
+    /// Wall time of the render itself.
+    var seconds: Double
+}
+
+/// Follows one file's render: `start` once its length is known, `update`
+/// with the fraction of the music done, `finish` when the render loop ends.
+protocol RenderProgress: AnyObject {
+    func start(musicSeconds: Double)
+    func update(_ fraction: Double)
+    func finish()
+}
+
 /// A one-line progress bar on a terminal, redrawn at most ten times a second.
-final class ProgressBar {
+final class ProgressBar: RenderProgress {
     let enabled: Bool
-    let totalSeconds: Double
+    private(set) var totalSeconds = 0.0
     private var lastDraw: UInt64 = 0
     private var drawn = false
 
-    init(enabled: Bool, totalSeconds: Double) {
+    init(enabled: Bool) {
         self.enabled = enabled
-        self.totalSeconds = totalSeconds
+    }
+
+    func start(musicSeconds: Double) {
+        totalSeconds = musicSeconds
     }
 
     func update(_ fraction: Double) {
@@ -351,11 +420,7 @@ final class ProgressBar {
         let now = DispatchTime.now().uptimeNanoseconds
         if now - lastDraw < 100_000_000 && fraction < 1 { return }
         lastDraw = now
-        let width = 30
-        let filled = Int(fraction * Double(width))
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        let line = String(format: "\r[%@] %3d%%  %@ / %@", bar, Int(fraction * 100),
-                          Render.clock(fraction * totalSeconds), Render.clock(totalSeconds))
+        let line = "\r" + Self.bar(fraction) + "  " + Render.clock(fraction * totalSeconds) + " / " + Render.clock(totalSeconds)
         FileHandle.standardError.write(Data(line.utf8))
         drawn = true
     }
@@ -363,6 +428,15 @@ final class ProgressBar {
     func finish() {
         guard enabled, drawn else { return }
         FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+    }
+
+    /// `[#####-----]  50%`
+    static func bar(_ fraction: Double) -> String {
+        let width = 30
+        let f = min(max(fraction, 0), 1)
+        let filled = Int(f * Double(width))
+        return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "
+            + String(format: "%3d%%", Int(f * 100))
     }
 }
 
