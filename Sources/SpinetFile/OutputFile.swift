@@ -78,6 +78,9 @@ public final class OutputFile {
         PendingPaths.release(pendingSlot)
     }
 
+    /// How many temporary files at once the signal handler can remove.
+    public static let maxPending = PendingPaths.slots
+
     /// Async-signal-safe: unlinks every temporary file still pending.
     public static func unlinkPendingFromSignalHandler() {
         PendingPaths.unlinkAll()

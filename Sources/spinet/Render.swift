@@ -14,19 +14,28 @@ let interruptRequested = Atomic<Bool>(false)
 
 struct Render: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Render a MIDI file to an audio file, faster than real time.",
+        abstract: "Render MIDI files to audio files, faster than real time.",
         discussion: """
         The output format follows the extension (.wav, .flac, .ogg, .aiff, .mp3) \
         or --format. `-o -` writes a WAV stream to standard output. The render \
         ends when the music has ended and its sound has decayed below -90 dBFS \
         (sound that never decays is faded out 10 s after the music ends).
+
+        Batch mode: with several inputs, or with -o naming a directory (one that \
+        exists, or any name ending in /), every input is rendered to \
+        DIR/NAME.wav (the extension follows --format; without -o, beside its \
+        input). --jobs files render at once, each on one render thread unless \
+        --threads says otherwise, and each file's bytes are the same as a \
+        render of it alone. Existing outputs are refused before any work \
+        unless --force. A file that fails is named and skipped, and the exit \
+        status is 1 once the others are done.
         """
     )
 
-    @Argument(help: "The Standard MIDI File to render (.mid, .midi, .kar, .rmi).")
-    var input: String
+    @Argument(help: ArgumentHelp("The Standard MIDI File(s) to render (.mid, .midi, .kar, .rmi).", valueName: "input"))
+    var inputs: [String]
 
-    @Option(name: .shortAndLong, help: "Output file, or - for standard output (default: the input's name with .wav).")
+    @Option(name: .shortAndLong, help: ArgumentHelp("Output file, or - for standard output (default: the input's name with .wav). In batch mode, the directory for the outputs (created if missing).", valueName: "output"))
     var output: String?
 
     @Option(name: .customLong("soundfont"), help: ArgumentHelp("A SoundFont (.sf2/.sf3); repeat to stack fonts, later ones over earlier ones.", valueName: "path"))
@@ -44,20 +53,26 @@ struct Render: ParsableCommand {
     @Option(parsing: .unconditional, help: "Master gain in dB, before the limiter (e.g. --gain -6).")
     var gain: Double = 0
 
-    @Option(help: "Container format: wav, flac, ogg, aiff or mp3 (default: from the output's extension).")
+    @Option(help: "Container format: wav, flac, ogg, aiff or mp3 (default: from the output's extension; wav in batch mode).")
     var format: String?
 
     @Option(help: "The most SoundFont voices sounding at once (per render thread).")
     var polyphony: Int = 256
 
-    @Option(help: "Render threads (default: one per core, at most \(Render.partitions)). The output is the same for any count.")
+    @Option(help: "Render threads for one file (default: one per core, at most \(Render.partitions); 1 in batch mode). The output is the same for any count.")
     var threads: Int?
+
+    @Option(help: "Batch mode: files rendered at once (default: one per core, at most \(Render.maxJobs)).")
+    var jobs: Int?
 
     /// The MIDI channels are always split into this many groups, each with its
     /// own FluidSynth, whatever the thread count: FluidSynth's output depends
     /// on which notes share a synth (voice history), so a fixed split keeps
     /// every render of a file byte-identical on any number of threads.
     static let partitions = 2
+
+    /// Each file of a batch being rendered holds one temporary output file.
+    static let maxJobs = OutputFile.maxPending
 
     @Option(name: .customLong("channel"), help: ArgumentHelp("Which instrument a channel plays: N=synth[:PRESET] or N=soundfont (N 1-16, PORT.N, or all); repeatable. A Bank Select of 126 with a Program Change in the file also picks Spinet's synth.", valueName: "assignment"))
     var channelAssignments: [String] = []
@@ -80,18 +95,26 @@ struct Render: ParsableCommand {
     @Flag(help: "No effects at all, for comparisons.")
     var dry = false
 
-    @Flag(help: "Overwrite an existing output file.")
+    @Flag(help: "Overwrite existing output files.")
     var force = false
 
     @Flag(name: .shortAndLong, help: "No progress bar and no summary.")
     var quiet = false
 
     func run() throws {
-        try reportingFailures(renderSingle)
+        try reportingFailures { try isBatch ? renderBatch() : renderSingle() }
+    }
+
+    /// Several inputs, or `-o` naming a directory (an existing one, or any name ending in /).
+    var isBatch: Bool {
+        if inputs.count > 1 { return true }
+        guard let output, output != "-" else { return false }
+        var st = stat()
+        return output.hasSuffix("/") || (stat(output, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR)
     }
 
     /// The options every file of a render shares, checked before any work.
-    func settings() throws -> RenderSettings {
+    func settings(batch: Bool) throws -> RenderSettings {
         let file: SpinetConfig
         do { file = try SpinetConfig.load(explicitPath: config) } catch { throw Failure(error.description) }
         let rate = self.rate ?? file.rate ?? 48000
@@ -107,7 +130,7 @@ struct Render: ParsableCommand {
         guard ["fluidsynth", "spinet"].contains(effects) else {
             throw Failure("--effects \(effects) is not known; use fluidsynth or spinet")
         }
-        let threadCount = threads ?? min(ProcessInfo.processInfo.activeProcessorCount, Self.partitions)
+        let threadCount = threads ?? (batch ? 1 : min(ProcessInfo.processInfo.activeProcessorCount, Self.partitions))
         guard (1...64).contains(threadCount) else { throw Failure("--threads \(threadCount) is out of range; use 1 to 64") }
         let spinetEffects = !dry && (effects == "spinet" || reverb != nil || chorus != nil || delay != nil)
         var s = RenderSettings(rate: rate, sampleFormat: sampleFormat,
@@ -130,7 +153,8 @@ struct Render: ParsableCommand {
 
     /// One input to one output file (or standard output).
     private func renderSingle() throws {
-        let settings = try settings()
+        let settings = try settings(batch: false)
+        let input = inputs[0]
         let target = output ?? Self.defaultOutput(for: input)
         let container: AudioFileFormat
         if let format {
@@ -165,8 +189,8 @@ struct Render: ParsableCommand {
         }
     }
 
-    /// Renders one MIDI file to one output: the whole work of `spinet render`
-    /// for one file, apart from choosing and checking its output.
+    /// Renders one MIDI file to one output: the work of `spinet render` for a
+    /// single file and for each file of a batch, so both give the same bytes.
     /// Throws a `Failure`; `log` prints warnings and notes (one line each).
     static func renderFile(_ input: String, to out: OutputFile, format container: AudioFileFormat, settings s: RenderSettings,
                            announceSoundFont: Bool, progress: RenderProgress, log: (String) -> Void) throws -> FileRender {
@@ -365,7 +389,7 @@ struct Render: ParsableCommand {
     }
 }
 
-/// The options every file of a render shares (see `Render.settings()`).
+/// The options every file of a render shares (see `Render.settings(batch:)`).
 struct RenderSettings: Sendable {
     var rate: Int
     var sampleFormat: SampleFormat

@@ -1,0 +1,357 @@
+import Foundation
+import Glibc
+import Synchronization
+import SpinetFile
+import SpinetMIDI
+import SpinetSoundFont
+
+/// Batch mode of `spinet render`: many inputs, one output directory, several
+/// files rendered at once.
+///
+/// Everything that can be checked is checked before any audio work: the
+/// options, where each output goes (two inputs may not share one), existing
+/// outputs, the SoundFont(s) and the output directory. Then `--jobs` worker
+/// threads take the files, longest first, and each renders its file with
+/// `Render.renderFile`, the same function as a single render: a fresh engine
+/// and fresh synths per file, streamed to a temporary file and renamed at the
+/// end. A file that fails is reported and skipped; Ctrl-C stops every render
+/// and removes every temporary file.
+extension Render {
+    func renderBatch() throws {
+        // 1. Options.
+        var settings = try settings(batch: true)
+        if output == "-" {
+            throw Failure("-o - streams a single render; with several inputs, name a directory for the outputs: -o DIR/")
+        }
+        let container: AudioFileFormat
+        if let format {
+            guard let f = AudioFileFormat(rawValue: format.lowercased()) else {
+                throw Failure("--format \(format) is not supported; use wav, flac, ogg, aiff or mp3")
+            }
+            container = f
+        } else {
+            container = .wav
+        }
+        do {
+            try AudioFileWriter.validate(format: container, sampleFormat: settings.sampleFormat, sampleRate: settings.rate)
+        } catch {
+            throw Failure(error.description)
+        }
+        let jobCount = jobs ?? ProcessInfo.processInfo.activeProcessorCount
+        guard (1...Self.maxJobs).contains(jobCount) else {
+            throw Failure("--jobs \(jobCount) is out of range; use 1 to \(Self.maxJobs)")
+        }
+
+        // 2. Where each output goes.
+        var directory: String?
+        if let output {
+            var dir = output
+            while dir.count > 1 && dir.hasSuffix("/") { dir.removeLast() }
+            var st = stat()
+            if stat(dir, &st) == 0 {
+                guard (st.st_mode & S_IFMT) == S_IFDIR else {
+                    throw Failure("\(output) is not a directory; with several inputs, -o names the directory for the outputs")
+                }
+            } else if !output.hasSuffix("/") && AudioFileFormat(pathExtension: URL(fileURLWithPath: dir).pathExtension) != nil {
+                // `spinet render a.mid b.mid -o out.wav` is more likely a slip than a wish for a directory named out.wav.
+                throw Failure("with several inputs, -o names a directory, and \(output) looks like an audio file; end it with / to make a directory of that name")
+            }
+            directory = dir
+        }
+        let targets = inputs.map { Self.batchOutput(for: $0, directory: directory, format: container) }
+        var owners: [String: String] = [:]
+        for (input, target) in zip(inputs, targets) {
+            let key = URL(fileURLWithPath: target).standardizedFileURL.path
+            if let first = owners[key] {
+                throw Failure("\(first) and \(input) would both be rendered to \(target); rename one, or render them in separate batches")
+            }
+            owners[key] = input
+        }
+        let existing = targets.filter { access($0, F_OK) == 0 }
+        for target in existing {
+            var st = stat()
+            if stat(target, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR {
+                throw Failure("\(target) is a directory; the render of a file cannot replace it")
+            }
+        }
+        if let first = existing.first, !force {
+            let more = existing.count > 1 ? " (and \(existing.count - 1) more)" : ""
+            throw Failure("\(first) already exists\(more); pass --force to overwrite")
+        }
+
+        // 3. The SoundFont(s): loaded once here, so a bad font is one error
+        // before any work. This synth is kept to the end: FluidSynth keeps a
+        // font's sample data while a synth uses it, and shares that one copy
+        // with the synths each file's render creates.
+        var fonts = settings.soundFonts
+        if fonts.isEmpty {
+            guard let found = SoundFontLocator.defaultSoundFont() else {
+                throw Failure("no SoundFont found; pass one with --soundfont PATH, or install one (sudo apt-get install fluid-soundfont-gm)")
+            }
+            fonts = [found]
+        }
+        settings.soundFonts = fonts
+        var fontOptions = SoundFontOptions()
+        fontOptions.polyphony = settings.polyphony
+        fontOptions.fluidEffects = settings.fluidEffects
+        let fontHolder: SoundFontUnit
+        do {
+            fontHolder = try SoundFontUnit(fonts: fonts, sampleRate: Double(settings.rate), options: fontOptions)
+        } catch {
+            throw Failure(error.description)
+        }
+        defer { withExtendedLifetime(fontHolder) {} }
+
+        // 4. The output directories: created if missing, and proven writable.
+        if let directory { try Self.makeDirectory(directory) }
+        var checked = Set<String>()
+        for target in targets {
+            let dir = URL(fileURLWithPath: target).deletingLastPathComponent().path
+            if checked.insert(dir).inserted { try Self.checkWritable(dir) }
+        }
+
+        // 5. Each file's length, for the progress display and the order: the
+        // longest first, so that no long file starts last while the other
+        // workers sit idle. A file that cannot be read counts as 0 s here and
+        // fails with its reason when its turn comes.
+        let rate = settings.rate
+        let estimates: [Double] = inputs.map { input in
+            guard let file = try? MIDIFile(path: input) else { return 0 }
+            let seconds = Double(file.schedule(sampleRate: rate).endFrame) / Double(rate)
+            return seconds <= 24 * 3600 ? seconds : 0
+        }
+        let order = inputs.indices.sorted { estimates[$0] != estimates[$1] ? estimates[$0] > estimates[$1] : $0 < $1 }
+
+        // 6. The renders.
+        if !quiet { printError("SoundFont: \(fonts.joined(separator: ", "))") }
+        installInterruptHandlers()
+        let workers = min(jobCount, inputs.count)
+        let display = BatchDisplay(enabled: !quiet && isatty(STDERR_FILENO) == 1, files: inputs.count,
+                                   totalSeconds: estimates.reduce(0, +), workers: workers)
+        let batch = BatchState(order: order)
+        let job = BatchJob(inputs: inputs, targets: targets, estimates: estimates, container: container,
+                           settings: settings, force: force, quiet: quiet)
+        let start = DispatchTime.now()
+        let group = DispatchGroup()
+        for slot in 0..<workers {
+            group.enter()
+            let thread = Thread {
+                job.work(slot: slot, batch: batch, display: display)
+                group.leave()
+            }
+            thread.name = "spinet-job-\(slot)"
+            thread.stackSize = 8 << 20
+            thread.start()
+        }
+        while group.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
+            display.draw()
+        }
+        display.finish()
+        let wall = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+
+        // 7. The outcome.
+        let (rendered, failed, interrupted) = batch.outcome
+        if interrupted {
+            throw Failure("interrupted; \(rendered.count) of \(inputs.count) files were rendered in full and kept, no partial file left", status: 130)
+        }
+        if !quiet {
+            printError(Self.batchSummary(files: inputs.count, rendered: rendered, failed: failed, wall: wall, jobs: workers))
+        }
+        if !failed.isEmpty { throw Failure("", status: 1) }
+    }
+
+    /// `DIR/NAME.EXT` for `x/NAME.mid`; without a directory, beside the input.
+    static func batchOutput(for input: String, directory: String?, format: AudioFileFormat) -> String {
+        let url = URL(fileURLWithPath: input)
+        let name = url.deletingPathExtension().lastPathComponent + "." + format.rawValue
+        guard let directory else { return url.deletingLastPathComponent().appendingPathComponent(name).path }
+        return directory == "/" ? "/" + name : directory + "/" + name
+    }
+
+    /// `mkdir -p`, with the reason in one line when it fails.
+    static func makeDirectory(_ path: String) throws {
+        var st = stat()
+        if stat(path, &st) == 0 { return }
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty && parent != path { try makeDirectory(parent) }
+        if mkdir(path, 0o777) != 0 && errno != EEXIST {
+            throw Failure("cannot create the output directory \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Creates and removes a file in `dir`, the way each render will.
+    static func checkWritable(_ dir: String) throws {
+        var template = Array("\(dir)/.spinet-check-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        if fd < 0 {
+            throw Failure("cannot write to the output directory \(dir): \(String(cString: strerror(errno)))")
+        }
+        close(fd)
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+    }
+
+    /// The batch's last line: files, music, wall time, speed, failures.
+    static func batchSummary(files: Int, rendered: [FileRender], failed: [String], wall: Double, jobs: Int) -> String {
+        let music = rendered.reduce(0.0) { $0 + Double($1.report.musicFrames) / Double($1.report.sampleRate) }
+        let audio = rendered.reduce(0.0) { $0 + Double($1.report.outputFrames) / Double($1.report.sampleRate) }
+        let speed = wall > 0 ? audio / wall : 0
+        let failures = failed.isEmpty ? "no failures" : "\(failed.count) failed (\(failed.joined(separator: ", ")))"
+        return String(format: "Batch: %d of %d files rendered, %@ of music in %.2f s on %d jobs (%.1fx real time); %@",
+                      rendered.count, files, clock(music), wall, jobs, speed, failures)
+    }
+}
+
+/// What the workers share: the files to take, in order, and what became of them.
+final class BatchState: Sendable {
+    private let order: [Int]
+    private let next = Atomic<Int>(0)
+    private let results = Mutex<(rendered: [FileRender], failed: [String], interrupted: Bool)>(([], [], false))
+
+    init(order: [Int]) {
+        self.order = order
+    }
+
+    /// The index of the next input to render, or nil when none is left or the batch was interrupted.
+    func take() -> Int? {
+        if interruptRequested.load(ordering: .relaxed) { return nil }
+        let i = next.add(1, ordering: .relaxed).oldValue
+        return i < order.count ? order[i] : nil
+    }
+
+    func rendered(_ r: FileRender) { results.withLock { $0.rendered.append(r) } }
+    func failed(_ input: String) { results.withLock { $0.failed.append(input) } }
+    func interrupted() { results.withLock { $0.interrupted = true } }
+
+    var outcome: (rendered: [FileRender], failed: [String], interrupted: Bool) {
+        results.withLock { r in (r.rendered, r.failed, r.interrupted || interruptRequested.load(ordering: .relaxed)) }
+    }
+}
+
+/// One batch's inputs and options, read by every worker.
+struct BatchJob: Sendable {
+    var inputs: [String]
+    var targets: [String]
+    var estimates: [Double]
+    var container: AudioFileFormat
+    var settings: RenderSettings
+    var force: Bool
+    var quiet: Bool
+
+    /// A worker's loop: render files until none is left.
+    func work(slot: Int, batch: BatchState, display: BatchDisplay) {
+        while let i = batch.take() {
+            let input = inputs[i]
+            let progress = BatchDisplay.FileProgress(display: display, slot: slot, estimate: estimates[i])
+            do {
+                let out: OutputFile
+                do {
+                    out = try OutputFile(target: targets[i], force: force)
+                } catch {
+                    throw Failure(error.description)
+                }
+                let r = try Render.renderFile(input, to: out, format: container, settings: settings,
+                                              announceSoundFont: false, progress: progress, log: display.print)
+                batch.rendered(r)
+                display.fileDone(slot: slot, estimate: estimates[i])
+                if !quiet {
+                    display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i]))
+                }
+            } catch let f as Failure where f.status == 130 {
+                batch.interrupted()
+                display.fileDone(slot: slot, estimate: 0)
+            } catch {
+                let message = (error as? Failure)?.message ?? "\(error)"
+                batch.failed(input)
+                display.fileDone(slot: slot, estimate: estimates[i])
+                // Every error line names its file.
+                display.print("spinet: " + (message.contains(input) ? message : "\(input): \(message)"))
+            }
+        }
+    }
+}
+
+/// The batch's one progress line on a terminal (music done / total, files
+/// done / total), and the lines printed above it. Thread-safe: the workers
+/// report and print, the main thread redraws.
+final class BatchDisplay: Sendable {
+    private struct State {
+        var doneSeconds = 0.0
+        var filesDone = 0
+        /// Seconds of music done in the file each worker is rendering.
+        var current: [Double]
+        var drawn = false
+    }
+    let enabled: Bool
+    let files: Int
+    let totalSeconds: Double
+    private let state: Mutex<State>
+
+    init(enabled: Bool, files: Int, totalSeconds: Double, workers: Int) {
+        self.enabled = enabled
+        self.files = files
+        self.totalSeconds = totalSeconds
+        state = Mutex(State(current: Array(repeating: 0, count: workers)))
+    }
+
+    /// One line on standard error, above the progress line.
+    func print(_ line: String) {
+        state.withLock { s in
+            let clear = s.drawn ? "\r\u{1B}[K" : ""
+            FileHandle.standardError.write(Data((clear + line + "\n").utf8))
+            if s.drawn { draw(&s) }
+        }
+    }
+
+    func update(slot: Int, seconds: Double) {
+        state.withLock { $0.current[slot] = seconds }
+    }
+
+    /// A worker's file is finished (rendered or not): its whole length counts as done.
+    func fileDone(slot: Int, estimate: Double) {
+        state.withLock { s in
+            s.current[slot] = 0
+            s.doneSeconds += estimate
+            s.filesDone += 1
+        }
+    }
+
+    func draw() {
+        guard enabled else { return }
+        state.withLock { draw(&$0) }
+    }
+
+    private func draw(_ s: inout State) {
+        guard enabled else { return }
+        let done = min(totalSeconds, s.doneSeconds + s.current.reduce(0, +))
+        let fraction = totalSeconds > 0 ? done / totalSeconds : Double(s.filesDone) / Double(max(files, 1))
+        let line = "\r" + ProgressBar.bar(fraction) + "  " + Render.clock(done) + " / " + Render.clock(totalSeconds)
+            + " of music, \(s.filesDone)/\(files) files\u{1B}[K"
+        FileHandle.standardError.write(Data(line.utf8))
+        s.drawn = true
+    }
+
+    func finish() {
+        state.withLock { s in
+            guard s.drawn else { return }
+            FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+            s.drawn = false
+        }
+    }
+
+    /// One file's render, reported into the batch's display.
+    final class FileProgress: RenderProgress {
+        let display: BatchDisplay
+        let slot: Int
+        let estimate: Double
+
+        init(display: BatchDisplay, slot: Int, estimate: Double) {
+            self.display = display
+            self.slot = slot
+            self.estimate = estimate
+        }
+
+        func start(musicSeconds: Double) {}
+        func update(_ fraction: Double) { display.update(slot: slot, seconds: fraction * estimate) }
+        func finish() {}
+    }
+}
