@@ -29,25 +29,10 @@ public struct ChannelAssignment: Equatable, Sendable {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
         guard parts.count == 2 else { throw ParseError(description: "--channel \(text): \(usage)") }
         let target = parts[0].trimmingCharacters(in: .whitespaces)
-        if target.lowercased() == "all" {
-            channels = Array(0..<(ports * 16))
-        } else {
-            let numbers = target.split(separator: ".", omittingEmptySubsequences: false).map { Int($0) }
-            let port: Int, channel: Int
-            switch numbers.count {
-            case 1:
-                guard let c = numbers[0] else { throw ParseError(description: "--channel \(text): \(usage)") }
-                port = 1; channel = c
-            case 2:
-                guard let p = numbers[0], let c = numbers[1] else { throw ParseError(description: "--channel \(text): \(usage)") }
-                port = p; channel = c
-            default:
-                throw ParseError(description: "--channel \(text): \(usage)")
-            }
-            guard (1...16).contains(channel), (1...ports).contains(port) else {
-                throw ParseError(description: "--channel \(text): channel \(channel) on port \(port) does not exist; \(usage)")
-            }
-            channels = [(port - 1) * 16 + channel - 1]
+        do {
+            channels = try Self.channels(target, ports: ports)
+        } catch {
+            throw ParseError(description: "--channel \(text): \(error.description); \(usage)")
         }
         let value = parts[1].trimmingCharacters(in: .whitespaces)
         let kind = value.split(separator: ":", maxSplits: 1).map(String.init)
@@ -60,5 +45,42 @@ public struct ChannelAssignment: Equatable, Sendable {
         default:
             throw ParseError(description: "--channel \(text): unknown instrument \"\(kind.first ?? "")\"; \(usage)")
         }
+    }
+
+    /// The global channels one channel spec names: `N` (1-16, first port),
+    /// `P.N` (port P from 1), or `all` (every channel on `ports` ports).
+    public static func channels(_ spec: String, ports: Int) throws(ParseError) -> [Int] {
+        let target = spec.trimmingCharacters(in: .whitespaces)
+        if target.lowercased() == "all" { return Array(0..<(ports * 16)) }
+        let numbers = target.split(separator: ".", omittingEmptySubsequences: false).map { Int($0) }
+        let port: Int, channel: Int
+        switch numbers.count {
+        case 1:
+            guard let c = numbers[0] else { throw ParseError(description: "\"\(target)\" is not a channel") }
+            port = 1; channel = c
+        case 2:
+            guard let p = numbers[0], let c = numbers[1] else { throw ParseError(description: "\"\(target)\" is not a channel") }
+            port = p; channel = c
+        default:
+            throw ParseError(description: "\"\(target)\" is not a channel")
+        }
+        guard (1...16).contains(channel), (1...ports).contains(port) else {
+            throw ParseError(description: "channel \(channel) on port \(port) does not exist")
+        }
+        return [(port - 1) * 16 + channel - 1]
+    }
+
+    /// The global channels of a `--mute`/`--solo` value: channel specs
+    /// (see `channels(_:ports:)`) separated by commas, e.g. `10` or `1,2,2.10`.
+    public static func channelList(_ text: String, ports: Int = 16, option: String) throws(ParseError) -> [Int] {
+        var result: [Int] = []
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            do {
+                result += try channels(String(part), ports: ports)
+            } catch {
+                throw ParseError(description: "\(option) \(text): \(error.description); use channel numbers 1-16 (or PORT.N, or all), separated by commas")
+            }
+        }
+        return result
     }
 }

@@ -10,7 +10,9 @@ import Foundation
 ///   "soundfonts": ["/usr/share/sounds/sf2/FluidR3_GM.sf2"],
 ///   "channels": ["4=synth:bell", "10=soundfont"],
 ///   "presets": "~/synth-presets.json",
-///   "rate": 48000
+///   "rate": 48000,
+///   "mute": ["10"],
+///   "solo": []
 /// }
 /// ```
 /// Every key is optional; an unknown key is an error, so a typo does not pass silently.
@@ -19,6 +21,9 @@ public struct SpinetConfig: Equatable, Sendable {
     public var channels: [String] = []
     public var presets: String?
     public var rate: Int?
+    /// Channel specs to mute and to solo (as `--mute` and `--solo` take them).
+    public var mute: [String] = []
+    public var solo: [String] = []
     public var path: String?
 
     public init() {}
@@ -27,7 +32,7 @@ public struct SpinetConfig: Equatable, Sendable {
         public var description: String
     }
 
-    static let keys: Set<String> = ["soundfonts", "channels", "presets", "rate"]
+    static let keys: Set<String> = ["soundfonts", "channels", "presets", "rate", "mute", "solo"]
 
     /// The default location, whether or not a file is there.
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
@@ -69,6 +74,8 @@ public struct SpinetConfig: Equatable, Sendable {
         }
         config.soundFonts = try strings("soundfonts")
         config.channels = try strings("channels").map { $0 }
+        config.mute = try strings("mute")
+        config.solo = try strings("solo")
         if let p = dict["presets"] {
             guard let s = p as? String else { throw ConfigError(description: "config \(path): \"presets\" must be a string (a path)") }
             config.presets = (s as NSString).expandingTildeInPath

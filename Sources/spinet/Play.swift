@@ -68,6 +68,12 @@ struct Play: ParsableCommand {
     @Option(help: ArgumentHelp("A JSON file of synth presets (see Sources/SpinetSynth/PRESETS.md).", valueName: "path"))
     var presets: String?
 
+    @Option(help: ArgumentHelp("Channels to silence: numbers 1-16 (or PORT.N) separated by commas; repeatable.", valueName: "channels"))
+    var mute: [String] = []
+
+    @Option(help: ArgumentHelp("Channels to hear alone (every other one is muted): numbers 1-16 (or PORT.N) separated by commas; repeatable.", valueName: "channels"))
+    var solo: [String] = []
+
     @Option(help: ArgumentHelp("A JSON config file for soundfonts, channels and presets (default: $XDG_CONFIG_HOME/spinet/config.json, if present).", valueName: "path"))
     var config: String?
 
@@ -110,6 +116,13 @@ struct Play: ParsableCommand {
         guard (0...99).contains(priority) else { throw Failure("--priority \(priority) is out of range; use 1 to 99, or 0 for none") }
         guard (0...1000).contains(safety) else { throw Failure("--safety \(safety) is out of range; use 0 to 1000 ms") }
         guard (1...65535).contains(polyphony) else { throw Failure("--polyphony \(polyphony) is out of range; use 1 to 65535") }
+        var mutedChannels: [Int] = [], soloChannels: [Int] = []
+        do {
+            for text in settings.mute + mute { mutedChannels += try ChannelAssignment.channelList(text, ports: ports, option: "--mute") }
+            for text in settings.solo + solo { soloChannels += try ChannelAssignment.channelList(text, ports: ports, option: "--solo") }
+        } catch {
+            throw Failure(error.description)
+        }
         let connectTargets: [String]?
         switch connect.lowercased() {
         case "auto": connectTargets = nil
@@ -191,6 +204,8 @@ struct Play: ParsableCommand {
         var config = Engine.Configuration()
         config.ports = ports
         config.gainDB = gain
+        config.mutedChannels = mutedChannels
+        config.soloChannels = soloChannels
         let engine = Engine(configuration: config)
         // The SoundFont sits in a slot that a new one can replace while playing.
         let slot = SwappableInstrument(unit, channels: ports * 16)

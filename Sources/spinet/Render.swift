@@ -92,6 +92,12 @@ struct Render: ParsableCommand {
     @Option(help: "Spinet delay preset: eighth, dotted-eighth or none, synced to the file's tempo (implies --effects spinet).")
     var delay: String?
 
+    @Option(help: ArgumentHelp("Channels to silence: numbers 1-16 (or PORT.N) separated by commas; repeatable.", valueName: "channels"))
+    var mute: [String] = []
+
+    @Option(help: ArgumentHelp("Channels to hear alone (every other one is muted): numbers 1-16 (or PORT.N) separated by commas; repeatable.", valueName: "channels"))
+    var solo: [String] = []
+
     @Flag(help: "No effects at all, for comparisons.")
     var dry = false
 
@@ -139,6 +145,8 @@ struct Render: ParsableCommand {
                                presetBank: try Self.presetBank(self.presets ?? file.presets),
                                polyphony: polyphony, threads: threadCount, gain: gain,
                                fluidEffects: !dry && !spinetEffects, quiet: quiet)
+        s.mutedChannels = try Self.channelLists(file.mute + mute, option: "--mute")
+        s.soloChannels = try Self.channelLists(file.solo + solo, option: "--solo")
         if spinetEffects {
             s.spinetEffects = true
             s.reverb = try Self.preset(reverb, default: .room, named: ReverbPreset.init(name:), option: "--reverb", choices: ReverbPreset.all.map(\.name))
@@ -149,6 +157,15 @@ struct Render: ParsableCommand {
         // again for each file, against the ports it uses.
         _ = try Self.applyAssignments(s.channelAssignments, to: OscillatorSynth(presets: s.presetBank, polyphony: 1), ports: 16)
         return s
+    }
+
+    /// The channels of `--mute`/`--solo` values (and the config file's).
+    static func channelLists(_ texts: [String], option: String) throws -> [Int] {
+        var channels: [Int] = []
+        for text in texts {
+            do { channels += try ChannelAssignment.channelList(text, option: option) } catch { throw Failure(error.description) }
+        }
+        return channels
     }
 
     /// One input to one output file (or standard output).
@@ -254,6 +271,8 @@ struct Render: ParsableCommand {
         config.ports = ports
         config.gainDB = s.gain
         config.offlineRenderThreads = min(s.threads, groups.count)
+        config.mutedChannels = s.mutedChannels
+        config.soloChannels = s.soloChannels
         if s.spinetEffects {
             config.reverb = s.reverb
             config.chorus = s.chorus
@@ -404,6 +423,9 @@ struct RenderSettings: Sendable {
     var fluidEffects: Bool
     var quiet: Bool
     var spinetEffects = false
+    /// Global channels muted and soloed (`--mute`, `--solo`, the config file).
+    var mutedChannels: [Int] = []
+    var soloChannels: [Int] = []
     var reverb: ReverbPreset?
     var chorus: ChorusPreset?
     var delay: DelayPreset?
