@@ -118,6 +118,9 @@ public final class AudioFileWriter {
         // Spinet's floats are already within [-1, 1]; keep libsndfile from rescaling.
         _ = sf_command(file, Int32(SFC_SET_NORM_FLOAT), nil, Int32(SF_TRUE))
         _ = sf_command(file, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
+        // libsndfile's PEAK chunk (float files) carries the time of writing,
+        // which would make two renders of the same input differ.
+        _ = sf_command(file, Int32(SFC_SET_ADD_PEAK_CHUNK), nil, Int32(SF_FALSE))
         if format == .flac {
             var level = 0.5
             _ = sf_command(file, Int32(SFC_SET_COMPRESSION_LEVEL), &level, Int32(MemoryLayout<Double>.size))
