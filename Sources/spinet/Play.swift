@@ -68,6 +68,8 @@ struct Play: ParsableCommand {
     @Option(help: ArgumentHelp("A JSON file of synth presets (see Sources/SpinetSynth/PRESETS.md).", valueName: "path"))
     var presets: String?
 
+    @OptionGroup var effectOptions: EffectsOptions
+
     @Option(help: ArgumentHelp("Channels to silence: numbers 1-16 (or PORT.N) separated by commas; repeatable.", valueName: "channels"))
     var mute: [String] = []
 
@@ -116,6 +118,7 @@ struct Play: ParsableCommand {
         guard (0...99).contains(priority) else { throw Failure("--priority \(priority) is out of range; use 1 to 99, or 0 for none") }
         guard (0...1000).contains(safety) else { throw Failure("--safety \(safety) is out of range; use 0 to 1000 ms") }
         guard (1...65535).contains(polyphony) else { throw Failure("--polyphony \(polyphony) is out of range; use 1 to 65535") }
+        let fx = try effectOptions.resolve()
         var mutedChannels: [Int] = [], soloChannels: [Int] = []
         do {
             for text in settings.mute + mute { mutedChannels += try ChannelAssignment.channelList(text, ports: ports, option: "--mute") }
@@ -182,6 +185,7 @@ struct Play: ParsableCommand {
         }
         var options = SoundFontOptions()
         options.polyphony = polyphony
+        options.fluidEffects = fx.fluidEffects
         let unit: SoundFontUnit
         do {
             unit = try SoundFontUnit(fonts: fonts, sampleRate: Double(output.sampleRate), channels: ports * 16, options: options)
@@ -206,6 +210,9 @@ struct Play: ParsableCommand {
         config.gainDB = gain
         config.mutedChannels = mutedChannels
         config.soloChannels = soloChannels
+        config.reverb = fx.reverb
+        config.chorus = fx.chorus
+        config.delay = fx.delay
         let engine = Engine(configuration: config)
         // The SoundFont sits in a slot that a new one can replace while playing.
         let slot = SwappableInstrument(unit, channels: ports * 16)

@@ -80,26 +80,13 @@ struct Render: ParsableCommand {
     @Option(help: ArgumentHelp("A JSON file of synth presets (see Sources/SpinetSynth/PRESETS.md).", valueName: "path"))
     var presets: String?
 
-    @Option(help: "Effects: fluidsynth (FluidSynth's reverb and chorus, the default) or spinet (Spinet's reverb, chorus and delay on CC 91/93/94 sends).")
-    var effects: String = "fluidsynth"
-
-    @Option(help: "Spinet reverb preset: room, hall, plate or none (implies --effects spinet).")
-    var reverb: String?
-
-    @Option(help: "Spinet chorus preset: subtle, wide or none (implies --effects spinet).")
-    var chorus: String?
-
-    @Option(help: "Spinet delay preset: eighth, dotted-eighth or none, synced to the file's tempo (implies --effects spinet).")
-    var delay: String?
+    @OptionGroup var effectOptions: EffectsOptions
 
     @Option(help: ArgumentHelp("Channels to silence: numbers 1-16 (or PORT.N) separated by commas; repeatable.", valueName: "channels"))
     var mute: [String] = []
 
     @Option(help: ArgumentHelp("Channels to hear alone (every other one is muted): numbers 1-16 (or PORT.N) separated by commas; repeatable.", valueName: "channels"))
     var solo: [String] = []
-
-    @Flag(help: "No effects at all, for comparisons.")
-    var dry = false
 
     @Flag(help: "Overwrite existing output files.")
     var force = false
@@ -133,26 +120,21 @@ struct Render: ParsableCommand {
         guard (1...65535).contains(polyphony) else {
             throw Failure("--polyphony \(polyphony) is out of range; use 1 to 65535")
         }
-        guard ["fluidsynth", "spinet"].contains(effects) else {
-            throw Failure("--effects \(effects) is not known; use fluidsynth or spinet")
-        }
+        let fx = try effectOptions.resolve()
         let threadCount = threads ?? (batch ? 1 : min(ProcessInfo.processInfo.activeProcessorCount, Self.partitions))
         guard (1...64).contains(threadCount) else { throw Failure("--threads \(threadCount) is out of range; use 1 to 64") }
-        let spinetEffects = !dry && (effects == "spinet" || reverb != nil || chorus != nil || delay != nil)
         var s = RenderSettings(rate: rate, sampleFormat: sampleFormat,
                                soundFonts: soundFonts.isEmpty ? file.soundFonts : soundFonts,
                                channelAssignments: file.channels + channelAssignments,
                                presetBank: try Self.presetBank(self.presets ?? file.presets),
                                polyphony: polyphony, threads: threadCount, gain: gain,
-                               fluidEffects: !dry && !spinetEffects, quiet: quiet)
+                               fluidEffects: fx.fluidEffects, quiet: quiet)
         s.mutedChannels = try Self.channelLists(file.mute + mute, option: "--mute")
         s.soloChannels = try Self.channelLists(file.solo + solo, option: "--solo")
-        if spinetEffects {
-            s.spinetEffects = true
-            s.reverb = try Self.preset(reverb, default: .room, named: ReverbPreset.init(name:), option: "--reverb", choices: ReverbPreset.all.map(\.name))
-            s.chorus = try Self.preset(chorus, default: .subtle, named: ChorusPreset.init(name:), option: "--chorus", choices: ChorusPreset.all.map(\.name))
-            s.delay = try Self.preset(delay, default: .eighth, named: DelayPreset.init(name:), option: "--delay", choices: DelayPreset.all.map(\.name))
-        }
+        s.spinetEffects = fx.spinetEffects
+        s.reverb = fx.reverb
+        s.chorus = fx.chorus
+        s.delay = fx.delay
         // The --channel options, checked once here; port numbers are checked
         // again for each file, against the ports it uses.
         _ = try Self.applyAssignments(s.channelAssignments, to: OscillatorSynth(presets: s.presetBank, polyphony: 1), ports: 16)
