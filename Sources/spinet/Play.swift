@@ -176,13 +176,7 @@ struct Play: ParsableCommand {
         }
 
         // 4. The SoundFont, loaded before anything plays.
-        var fonts = soundFonts
-        if fonts.isEmpty {
-            guard let found = SoundFontLocator.defaultSoundFont() else {
-                throw Failure("no SoundFont found; pass one with --soundfont PATH, or install one (sudo apt-get install fluid-soundfont-gm)")
-            }
-            fonts = [found]
-        }
+        let fonts = try Render.fontsOrDefault(soundFonts)
         var options = SoundFontOptions()
         options.polyphony = polyphony
         options.fluidEffects = fx.fluidEffects

@@ -141,6 +141,16 @@ struct Render: ParsableCommand {
         return s
     }
 
+    /// `fonts`, or the default SoundFont when none is given; an error saying
+    /// how to get one when there is none.
+    static func fontsOrDefault(_ fonts: [String]) throws -> [String] {
+        if !fonts.isEmpty { return fonts }
+        guard let found = SoundFontLocator.defaultSoundFont() else {
+            throw Failure("no SoundFont found; pass one with --soundfont PATH, or install one (sudo apt-get install fluid-soundfont-gm)")
+        }
+        return [found]
+    }
+
     /// The channels of `--mute`/`--solo` values (and the config file's).
     static func channelLists(_ texts: [String], option: String) throws -> [Int] {
         var channels: [Int] = []
@@ -217,13 +227,7 @@ struct Render: ParsableCommand {
         }
 
         // 2. The SoundFont(s), loaded before any audio work.
-        var fonts = s.soundFonts
-        if fonts.isEmpty {
-            guard let found = SoundFontLocator.defaultSoundFont() else {
-                throw Failure("no SoundFont found; pass one with --soundfont PATH, or install one (sudo apt-get install fluid-soundfont-gm)")
-            }
-            fonts = [found]
-        }
+        let fonts = try Render.fontsOrDefault(s.soundFonts)
         var maxChannel = 0
         for e in schedule.events {
             if case .message(let m) = e.kind, let c = m.channel { maxChannel = max(maxChannel, Int(c)) }

@@ -83,13 +83,7 @@ extension Render {
         // before any work. This synth is kept to the end: FluidSynth keeps a
         // font's sample data while a synth uses it, and shares that one copy
         // with the synths each file's render creates.
-        var fonts = settings.soundFonts
-        if fonts.isEmpty {
-            guard let found = SoundFontLocator.defaultSoundFont() else {
-                throw Failure("no SoundFont found; pass one with --soundfont PATH, or install one (sudo apt-get install fluid-soundfont-gm)")
-            }
-            fonts = [found]
-        }
+        let fonts = try Render.fontsOrDefault(settings.soundFonts)
         settings.soundFonts = fonts
         var fontOptions = SoundFontOptions()
         fontOptions.polyphony = settings.polyphony

@@ -169,29 +169,16 @@ struct BatchRenderTests {
 
     /// A read-only output directory (a read-only tmpfs, so root is kept out too).
     @Test func anUnwritableDirectoryIsOneLineBeforeAnyWork() throws {
-        let dir = try SpinetCommand.temporaryDirectory("batch-readonly")
-        let locked = dir.appendingPathComponent("locked")
-        try FileManager.default.createDirectory(at: locked, withIntermediateDirectories: false)
-        var mounted = false
-        defer {
-            if mounted { _ = try? runTool("/bin/umount", ["-l", locked.path]) }
-            chmod(locked.path, 0o755)
-            try? FileManager.default.removeItem(at: dir)
+        try withReadOnlyDirectory("batch-readonly") { dir, locked in
+            let songs = try threeSongs(in: dir)
+            for (target, text) in [(locked.path, "cannot write to the output directory"), (locked.appendingPathComponent("sub").path + "/", "cannot create the output directory")] {
+                let r = try SpinetCommand.run(["render"] + songs + ["-o", target, "--soundfont", font])
+                #expect(r.status == 1)
+                #expect(r.stderr.split(separator: "\n").count == 1 && r.stderr.contains(text) && r.stderr.contains(locked.path), "\(r.stderr)")
+                #expect(r.stderr.contains("Read-only file system") || r.stderr.contains("Permission denied"), "\(r.stderr)")
+            }
+            #expect(listing(locked).isEmpty)
         }
-        if geteuid() == 0 {
-            mounted = try mountTmpfs(at: locked, options: "ro,size=64k")
-            if !mounted { try Test.cancel("root cannot be kept from writing without mounting a read-only tmpfs, and mount is not permitted here") }
-        } else {
-            chmod(locked.path, 0o555)
-        }
-        let songs = try threeSongs(in: dir)
-        for (target, text) in [(locked.path, "cannot write to the output directory"), (locked.appendingPathComponent("sub").path + "/", "cannot create the output directory")] {
-            let r = try SpinetCommand.run(["render"] + songs + ["-o", target, "--soundfont", font])
-            #expect(r.status == 1)
-            #expect(r.stderr.split(separator: "\n").count == 1 && r.stderr.contains(text) && r.stderr.contains(locked.path), "\(r.stderr)")
-            #expect(r.stderr.contains("Read-only file system") || r.stderr.contains("Permission denied"), "\(r.stderr)")
-        }
-        #expect(listing(locked).isEmpty)
     }
 
     /// Ctrl-C stops every render: exit 130, no output and no temporary file.

@@ -224,28 +224,15 @@ struct RobustnessTests {
     /// A directory Spinet may not write to: read-only for a normal user; for
     /// root (who may write anywhere) a read-only tmpfs.
     @Test func anUnwritableDirectoryIsRefusedBeforeAnyWork() throws {
-        let dir = try SpinetCommand.temporaryDirectory("readonly")
-        let locked = dir.appendingPathComponent("locked")
-        try FileManager.default.createDirectory(at: locked, withIntermediateDirectories: false)
-        var mounted = false
-        defer {
-            if mounted { _ = try? runTool("/bin/umount", ["-l", locked.path]) }
-            chmod(locked.path, 0o755)
-            try? FileManager.default.removeItem(at: dir)
+        try withReadOnlyDirectory("readonly") { dir, locked in
+            let input = try write(arpeggio(), to: dir, "song.mid")
+            let out = locked.appendingPathComponent("song.wav").path
+            let r = try SpinetCommand.run(["render", input, "-o", out, "--soundfont", font])
+            #expect(r.status == 1)
+            #expect(r.stderr.split(separator: "\n").count == 1 && r.stderr.contains(out), "\(r.stderr)")
+            #expect(r.stderr.contains("Read-only file system") || r.stderr.contains("Permission denied"), "\(r.stderr)")
+            #expect(listing(locked).isEmpty)
         }
-        if geteuid() == 0 {
-            mounted = try mountTmpfs(at: locked, options: "ro,size=64k")
-            if !mounted { try Test.cancel("root cannot be kept from writing without mounting a read-only tmpfs, and mount is not permitted here") }
-        } else {
-            chmod(locked.path, 0o555)
-        }
-        let input = try write(arpeggio(), to: dir, "song.mid")
-        let out = locked.appendingPathComponent("song.wav").path
-        let r = try SpinetCommand.run(["render", input, "-o", out, "--soundfont", font])
-        #expect(r.status == 1)
-        #expect(r.stderr.split(separator: "\n").count == 1 && r.stderr.contains(out), "\(r.stderr)")
-        #expect(r.stderr.contains("Read-only file system") || r.stderr.contains("Permission denied"), "\(r.stderr)")
-        #expect(listing(locked).isEmpty)
     }
 
     /// The disk fills up mid-render (a 200 KB tmpfs, a render of about 1.5 MB):
@@ -425,6 +412,28 @@ func runTool(_ path: String, _ arguments: [String]) throws -> (status: Int32, st
 }
 
 /// Mounts a tmpfs at `dir`; false where that is not permitted.
+/// Runs `body` with a new temporary directory and, inside it, a directory
+/// nobody can write to (a read-only tmpfs when running as root, who ignores
+/// permissions; mode 555 otherwise). Cleans both up.
+func withReadOnlyDirectory(_ name: String, _ body: (_ dir: URL, _ locked: URL) throws -> Void) throws {
+    let dir = try SpinetCommand.temporaryDirectory(name)
+    let locked = dir.appendingPathComponent("locked")
+    try FileManager.default.createDirectory(at: locked, withIntermediateDirectories: false)
+    var mounted = false
+    defer {
+        if mounted { _ = try? runTool("/bin/umount", ["-l", locked.path]) }
+        chmod(locked.path, 0o755)
+        try? FileManager.default.removeItem(at: dir)
+    }
+    if geteuid() == 0 {
+        mounted = try mountTmpfs(at: locked, options: "ro,size=64k")
+        if !mounted { try Test.cancel("root cannot be kept from writing without mounting a read-only tmpfs, and mount is not permitted here") }
+    } else {
+        chmod(locked.path, 0o555)
+    }
+    try body(dir, locked)
+}
+
 func mountTmpfs(at dir: URL, options: String) throws -> Bool {
     guard geteuid() == 0, access("/bin/mount", X_OK) == 0 else { return false }
     return try runTool("/bin/mount", ["-t", "tmpfs", "-o", options, "tmpfs", dir.path]).status == 0

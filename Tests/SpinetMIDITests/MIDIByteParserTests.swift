@@ -1,8 +1,8 @@
 import Testing
 @testable import SpinetMIDI
 
-/// The parser's output, copied so it outlives the callback.
-private enum Got: Equatable {
+/// The parser's output, copied so it outlives the callback (also used by RegressionTests).
+enum Got: Equatable {
     case message(MIDIMessage)
     case sysEx([UInt8])
     case tooLong(Int)

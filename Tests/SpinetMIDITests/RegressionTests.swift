@@ -82,11 +82,11 @@ struct RegressionTests {
         let packet = Int(input[2]) % 17 + 1
         let stream = Array(input[3...])
 
-        func run(_ packets: [ArraySlice<UInt8>]) -> [Output] {
+        func run(_ packets: [ArraySlice<UInt8>]) -> [Got] {
             var parser = MIDIByteParser(port: input[0], maxSysExBytes: maxSysEx)
-            var out: [Output] = []
+            var out: [Got] = []
             for p in packets {
-                Array(p).withUnsafeBufferPointer { b in parser.parse(b) { out.append(Output($0)) } }
+                Array(p).withUnsafeBufferPointer { b in parser.parse(b) { out.append(Got($0)) } }
             }
             return out
         }
@@ -124,19 +124,3 @@ private func withoutEndOfTrack(_ track: Track) -> [TrackEvent] {
     track.events.filter { if case .endOfTrack = $0.kind { return false } else { return true } }
 }
 
-/// The byte parser's output, copied so it outlives the callback.
-private enum Output: Equatable {
-    case message(MIDIMessage)
-    case sysEx([UInt8])
-    case tooLong(Int)
-    case realtime(UInt8)
-
-    init(_ output: MIDIByteParser.Output) {
-        switch output {
-        case .message(let m): self = .message(m)
-        case .sysEx(let buffer): self = .sysEx(Array(buffer))
-        case .sysExTooLong(let n): self = .tooLong(n)
-        case .realtime(let b): self = .realtime(b)
-        }
-    }
-}
