@@ -117,3 +117,16 @@ enum DSPMath {
         sin(2 * Double.pi * turns)
     }
 }
+
+extension DSPMath {
+    /// `flush` on every lane, in integer arithmetic on the bit patterns
+    /// (those of non-negative floats are ordered like their values): the
+    /// sign of |x| - threshold selects the lanes to clear. NaN is kept, as
+    /// by the scalar version. (Written without SIMD comparisons, which the
+    /// compiler does not turn into vector instructions.)
+    @inline(__always) static func flush(_ x: SIMD16<Float>) -> SIMD16<Float> {
+        let bits = unsafeBitCast(x, to: SIMD16<Int32>.self)
+        let below = ((bits & 0x7FFF_FFFF) &- Int32(bitPattern: flushThreshold.bitPattern)) &>> 31   // -1 where |x| < threshold
+        return unsafeBitCast(bits & ~below, to: SIMD16<Float>.self)
+    }
+}

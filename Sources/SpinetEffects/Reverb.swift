@@ -43,8 +43,8 @@ import Darwin
 ///   enters the network, so a snare does not excite a train of discrete
 ///   echoes (flutter).
 /// - **Modulation without interpolation.** Before the Hadamard mix, the
-///   lines are rotated in pairs by slowly varying angles (a different LFO,
-///   0.3-1.1 Hz, per pair). A rotation is orthogonal, so the loop stays
+///   lines are rotated in pairs (line k with line k + 8) by slowly varying
+///   angles (a different LFO, 0.3-1.1 Hz, per pair). A rotation is orthogonal, so the loop stays
 ///   exactly lossless and the decay exact, while the network's modes keep
 ///   moving, which keeps long tails from ringing on fixed frequencies
 ///   (Schlecht & Habets' time-varying feedback matrix). The usual
@@ -60,13 +60,24 @@ import Darwin
 ///   without a gap.
 /// - **No DC, no subnormals.** A 5 Hz DC blocker on the input keeps offsets
 ///   out of the tail (its own 32 ms time constant shows only more than
-///   60 dB down, and only for decays under 0.25 s); every value stored in
-///   the loop is flushed to 0 below 1e-20 (-400 dBFS), so a decaying tail
+///   60 dB down, and only for decays under 0.25 s); every value written to
+///   a delay line (and the damping filters' state at the end of each control
+///   period) is flushed to 0 below 1e-20 (-400 dBFS), so a decaying tail
 ///   ends in exact zeros and never reaches the slow subnormal range.
 /// - **Control rate.** Parameters, modulation and coefficients are updated
 ///   every 32 frames and interpolated per frame in between; the phase of
 ///   that grid is kept across `process` calls, so the output does not depend
 ///   on how the caller splits its blocks.
+/// - **Block processing.** Inside a control period each stage (input,
+///   reflections, diffusers, network, output) runs over all its frames
+///   before the next. Every line is longer than a period (at least 53
+///   frames), so the network reads a period's worth of every line before
+///   writing any of it; per frame the 16 lines are the lanes of one SIMD
+///   vector (shelves, rotations and the Hadamard transform are vector
+///   operations), and the ring buffers carry a mirrored copy of their first
+///   frames past their end, so the reads and writes of a period are
+///   contiguous runs. Each frame still goes through the same arithmetic as
+///   it would alone.
 ///
 /// Every parameter change glides: levels in 30 ms, damping and diffusion in
 /// 50 ms, decay (in the log domain) and pre-delay in 200 ms, and `size` in
@@ -177,9 +188,15 @@ public struct Reverb {
 
     // MARK: State
 
-    private let lineCapacity: Int
+    /// Frames after the end of each ring buffer (the 16 lines, the two
+    /// pre-delay lines) that repeat its first frames, so that the reads and
+    /// writes of a whole control period are contiguous runs that never wrap.
+    static let mirrorFrames = 64
+
+    private let lineCapacity: Int                                 // power of two
     private let lineMask: Int
-    private let lines: UnsafeMutablePointer<Float>          // 16 × lineCapacity
+    private let lineStride: Int                                   // lineCapacity + mirrorFrames
+    private let lines: UnsafeMutablePointer<Float>                // 16 × lineStride
     private var writeIndex = 0
 
     private let lineMilliseconds: UnsafeMutablePointer<Double>    // 16, at size 1
@@ -197,10 +214,15 @@ public struct Reverb {
     private let readDelayStep: UnsafeMutablePointer<Float>        // 16
     private var lengthsGlide = false                              // this control period
 
-    // pair rotations: angle = depth · sin(2π·phase), cos/sin ramped per frame
+    // Pair rotations: line k turns with line k + 8 by angle = depth · sin(2π·phase).
+    // Per frame, cos and sin (scaled by 1/4, the Hadamard normalization)
+    // step linearly from their values at the start of the control period
+    // to those at its end.
     private let lfoPhase: UnsafeMutablePointer<Double>            // 8, turns
     private let lfoIncrement: UnsafeMutablePointer<Double>        // 8, turns per frame
-    private let rotation: UnsafeMutablePointer<Float>             // 8 × (cos, sin, cosStep, sinStep, cosEnd, sinEnd)
+    private var rotationCos = SIMD8<Float>(), rotationSin = SIMD8<Float>()
+    private var rotationCosStep = SIMD8<Float>(), rotationSinStep = SIMD8<Float>()
+    private var rotationCosEnd = SIMD8<Float>(), rotationSinEnd = SIMD8<Float>()
 
     // early reflections
     private let reflectionGain: UnsafeMutablePointer<Float>       // 12
@@ -212,20 +234,19 @@ public struct Reverb {
     private var earlyLevel: SmoothedValue
     private var earlyRamp = Ramp(0)
 
-    // damping shelf per line: y = b0·x + b1·x1 - a1·y1
-    private let shelfB0: UnsafeMutablePointer<Float>
-    private let shelfB1: UnsafeMutablePointer<Float>
-    private let shelfA1: UnsafeMutablePointer<Float>
-    private let shelfX1: UnsafeMutablePointer<Float>
-    private let shelfY1: UnsafeMutablePointer<Float>
+    // Damping shelf per line (one lane each): y = b0·x + b1·x1 - a1·y1.
+    private var shelfB0 = SIMD16<Float>(), shelfB1 = SIMD16<Float>(), shelfA1 = SIMD16<Float>()
+    private var shelfX1 = SIMD16<Float>(), shelfY1 = SIMD16<Float>()
     private var coefficientsNeedUpdate = true
 
-    private let tapLeft: UnsafeMutablePointer<Float>
-    private let tapRight: UnsafeMutablePointer<Float>
-    private let injection: UnsafeMutablePointer<Float>
-    private let mix: UnsafeMutablePointer<Float>                  // 16, scratch
+    private let tapLeft: SIMD16<Float>
+    private let tapRight: SIMD16<Float>
+    private let injection: SIMD16<Float>
 
-    private let preDelayCapacity: Int
+    /// Work buffers for one control period (see `Scratch`).
+    private let scratch: UnsafeMutablePointer<Float>
+
+    private let preDelayCapacity: Int                             // power of two (+ mirrorFrames allocated)
     private let preDelayLeft: UnsafeMutablePointer<Float>
     private let preDelayRight: UnsafeMutablePointer<Float>
     private var preDelayIndex = 0
@@ -260,6 +281,19 @@ public struct Reverb {
     private var widthRamp = Ramp(0)
     private var framesUntilControl = 0
 
+    /// Offsets (in floats) of the work buffers inside `scratch`: per-frame
+    /// signals of one control period, and the line reads and writes of that
+    /// period with the 16 lines of a frame side by side.
+    private enum Scratch {
+        static let block = Reverb.controlInterval
+        static let fade = 0, inputLeft = block, inputRight = 2 * block
+        static let earlyLeft = 3 * block, earlyRight = 4 * block
+        static let networkLeft = 5 * block, networkRight = 6 * block, diffusion = 7 * block
+        static let reads = 8 * block                 // block × 16
+        static let writes = reads + 16 * block       // block × 16
+        static let count = writes + 16 * block
+    }
+
     /// Not on the render thread: allocates every buffer (about 0.5 MB at
     /// 48 kHz) for `sampleRate`.
     public init(sampleRate: Double, parameters: Parameters = Parameters()) {
@@ -270,9 +304,10 @@ public struct Reverb {
         let n = Self.lineCount
 
         let longest = Self.longestLineMilliseconds
-        lineCapacity = DSPMath.powerOfTwo(atLeast: Int((longest * sampleRate / 1000).rounded(.up)) + 8)
+        lineCapacity = DSPMath.powerOfTwo(atLeast: Int((longest * sampleRate / 1000).rounded(.up)) + 8 + Self.controlInterval)
         lineMask = lineCapacity - 1
-        lines = DSPMath.allocateZeroed(n * lineCapacity)
+        lineStride = lineCapacity + Self.mirrorFrames
+        lines = DSPMath.allocateZeroed(n * lineStride)
 
         lineMilliseconds = DSPMath.allocateZeroed(n)
         for i in 0..<n {
@@ -290,20 +325,11 @@ public struct Reverb {
         readDelayStep = DSPMath.allocateZeroed(n)
         lfoPhase = DSPMath.allocateZeroed(n / 2)
         lfoIncrement = DSPMath.allocateZeroed(n / 2)
-        rotation = DSPMath.allocateZeroed(3 * n)
         reflectionGain = DSPMath.allocateZeroed(Self.reflectionMilliseconds.count)
         reflectionFrames = DSPMath.allocateZeroed(Self.reflectionMilliseconds.count)
         reflectionWhole = DSPMath.allocateZeroed(Self.reflectionMilliseconds.count)
         reflectionFraction = DSPMath.allocateZeroed(Self.reflectionMilliseconds.count)
-        shelfB0 = DSPMath.allocateZeroed(n)
-        shelfB1 = DSPMath.allocateZeroed(n)
-        shelfA1 = DSPMath.allocateZeroed(n)
-        shelfX1 = DSPMath.allocateZeroed(n)
-        shelfY1 = DSPMath.allocateZeroed(n)
-        tapLeft = DSPMath.allocateZeroed(n)
-        tapRight = DSPMath.allocateZeroed(n)
-        injection = DSPMath.allocateZeroed(n)
-        mix = DSPMath.allocateZeroed(n)
+        scratch = DSPMath.allocateZeroed(Scratch.count)
 
         // Output taps: a sign pattern for the left and the same pattern with
         // half its signs flipped for the right. The two vectors are
@@ -314,11 +340,15 @@ public struct Reverb {
         // Input: left into the even lines, right into the odd ones, with
         // alternating signs; 1/√8 per line keeps unit power per channel.
         let inputSigns: [Float] = [1, 1, -1, 1, 1, -1, -1, -1, 1, -1, -1, 1, -1, 1, 1, 1]
+        var tl = SIMD16<Float>(), tr = SIMD16<Float>(), inj = SIMD16<Float>()
         for i in 0..<n {
-            tapLeft[i] = 0.25 * signs[i]
-            tapRight[i] = 0.25 * signs[i] * flips[i]
-            injection[i] = inputSigns[i] / Float(8.0.squareRoot())
+            tl[i] = 0.25 * signs[i]
+            tr[i] = 0.25 * signs[i] * flips[i]
+            inj[i] = inputSigns[i] / Float(8.0.squareRoot())
         }
+        tapLeft = tl
+        tapRight = tr
+        injection = inj
         for k in 0..<(n / 2) {
             // Different slow rates (0.3-1.1 Hz) and phases, spread by the
             // golden ratio so no two pairs move together.
@@ -338,9 +368,10 @@ public struct Reverb {
         }
 
         let reflectionMax = Self.reflectionMilliseconds.max()!
-        preDelayCapacity = DSPMath.powerOfTwo(atLeast: Int((Self.maxPreDelayMilliseconds + reflectionMax) * sampleRate / 1000) + 4)
-        preDelayLeft = DSPMath.allocateZeroed(preDelayCapacity)
-        preDelayRight = DSPMath.allocateZeroed(preDelayCapacity)
+        preDelayCapacity = DSPMath.powerOfTwo(atLeast: Int((Self.maxPreDelayMilliseconds + reflectionMax) * sampleRate / 1000)
+                                                  + 4 + Self.controlInterval)
+        preDelayLeft = DSPMath.allocateZeroed(preDelayCapacity + Self.mirrorFrames)
+        preDelayRight = DSPMath.allocateZeroed(preDelayCapacity + Self.mirrorFrames)
 
         diffuserOffset = DSPMath.allocateZeroed(2 * Self.diffuserCount)
         diffuserLength = DSPMath.allocateZeroed(2 * Self.diffuserCount)
@@ -379,6 +410,10 @@ public struct Reverb {
         bypass = BypassFade(sampleRate: sampleRate)
 
         setLineLengths(size: p.size, glide: false)
+        // A whole control period of reads comes from frames written before
+        // it: every line (at least 6 ms, 53 frames at 8 kHz) is longer than
+        // a period plus the interpolator's reach.
+        precondition(primes[0] > Self.controlInterval + 2)
         preDelayRamp.reset(to: Float(preDelayFrames.current))
         diffusionRamp.reset(to: Float(diffusion.current))
         wetRamp.reset(to: Float(wet.current))
@@ -395,13 +430,12 @@ public struct Reverb {
         lines.deallocate()
         for p in [lineMilliseconds, baseLength, baseTarget, baseStep, lfoPhase, lfoIncrement] { p.deallocate() }
         primes.deallocate(); lineLength.deallocate(); reflectionWhole.deallocate()
-        for p in [readDelay, readDelayEnd, readDelayStep, rotation, reflectionGain, reflectionFrames, reflectionFraction, shelfB0, shelfB1, shelfA1, shelfX1, shelfY1,
-                  tapLeft, tapRight, injection, mix, preDelayLeft, preDelayRight, diffuserStorage] {
+        for p in [readDelay, readDelayEnd, readDelayStep, reflectionGain, reflectionFrames, reflectionFraction,
+                  scratch, preDelayLeft, preDelayRight, diffuserStorage] {
             p.deallocate()
         }
         diffuserOffset.deallocate(); diffuserLength.deallocate(); diffuserIndex.deallocate()
     }
-
     /// Render thread only. Silences the reverb at once (clears every line);
     /// parameter glides jump to their targets. Costs a pass over the buffers.
     public mutating func reset() {
@@ -433,11 +467,15 @@ public struct Reverb {
     /// for tests; not for the render thread — it scans every buffer).
     public func subnormalStateCount() -> Int {
         let n = Self.lineCount
-        return DSPMath.subnormalCount(lines, n * lineCapacity)
-            + DSPMath.subnormalCount(preDelayLeft, preDelayCapacity)
-            + DSPMath.subnormalCount(preDelayRight, preDelayCapacity)
+        var shelf = 0
+        for i in 0..<n where shelfX1[i].isSubnormal || shelfY1[i].isSubnormal {
+            shelf += (shelfX1[i].isSubnormal ? 1 : 0) + (shelfY1[i].isSubnormal ? 1 : 0)
+        }
+        return DSPMath.subnormalCount(lines, n * lineStride)
+            + DSPMath.subnormalCount(preDelayLeft, preDelayCapacity + Self.mirrorFrames)
+            + DSPMath.subnormalCount(preDelayRight, preDelayCapacity + Self.mirrorFrames)
             + DSPMath.subnormalCount(diffuserStorage, diffuserStorageCount)
-            + DSPMath.subnormalCount(shelfX1, n) + DSPMath.subnormalCount(shelfY1, n)
+            + shelf
             + [dcInLeft, dcOutLeft, dcInRight, dcOutRight].filter(\.isSubnormal).count
     }
 
@@ -459,20 +497,6 @@ public struct Reverb {
         }
         needsClear = true
 
-        let n = Self.lineCount
-        let lines = self.lines, mask = lineMask, cap = lineCapacity
-        let lineLength = self.lineLength, readDelay = self.readDelay, readDelayStep = self.readDelayStep
-        let b0 = shelfB0, b1 = shelfB1, a1 = shelfA1, x1 = shelfX1, y1 = shelfY1
-        let tapLeft = self.tapLeft, tapRight = self.tapRight, injection = self.injection, mix = self.mix
-        let rotation = self.rotation
-        let reflectionGain = self.reflectionGain
-        let reflectionFrames = self.reflectionFrames
-        let reflectionWhole = self.reflectionWhole, reflectionFraction = self.reflectionFraction
-        let preDelayLeft = self.preDelayLeft, preDelayRight = self.preDelayRight
-        let preMask = preDelayCapacity - 1
-        let dcR = dcCoefficient
-        let taps = Self.reflectionsPerSide
-
         var frame = 0
         while frame < frames {
             if framesUntilControl == 0 {
@@ -481,159 +505,253 @@ public struct Reverb {
             }
             let count = min(framesUntilControl, frames - frame)
             framesUntilControl -= count
-            let end = frame + count
-            let glide = lengthsGlide
-            let reflectionsSteady = preDelayRamp.step == 0 && reflectionScaleRamp.step == 0
-            while frame < end {
-                let fade = bypass.next()
-                // DC blocker, then the pre-delay line (read with linear
-                // interpolation: outside the loop, and at whole frames
-                // whenever the pre-delay is not gliding).
-                let inL = inputLeft[frame] * fade, inR = inputRight[frame] * fade
-                dcOutLeft = DSPMath.flush(inL - dcInLeft + dcR * dcOutLeft); dcInLeft = inL
-                dcOutRight = DSPMath.flush(inR - dcInRight + dcR * dcOutRight); dcInRight = inR
-                preDelayLeft[preDelayIndex] = dcOutLeft
-                preDelayRight[preDelayIndex] = dcOutRight
-                let pd = preDelayRamp.next()
-                let pdWhole = Int(pd)
-                let pdFrac = pd - Float(pdWhole)
-                let j0 = (preDelayIndex &- pdWhole) & preMask, j1 = (j0 &- 1) & preMask
-                var xL = preDelayLeft[j0] + pdFrac * (preDelayLeft[j1] - preDelayLeft[j0])
-                var xR = preDelayRight[j0] + pdFrac * (preDelayRight[j1] - preDelayRight[j0])
-
-                // Early reflections: taps behind the pre-delay. Taps 0, 2, 4
-                // of a side read that side's input, taps 1, 3, 5 the other's.
-                let scale = reflectionScaleRamp.next()
-                let early = earlyRamp.next()
-                var earlyL: Float = 0, earlyR: Float = 0
-                if early != 0 {
-                    var k = 0
-                    while k < 2 * taps {
-                        let same = k < taps ? preDelayLeft : preDelayRight
-                        let other = k < taps ? preDelayRight : preDelayLeft
-                        var sum: Float = 0
-                        var j = k
-                        while j < k + taps {
-                            let whole: Int, frac: Float
-                            if reflectionsSteady {
-                                whole = reflectionWhole[j]
-                                frac = reflectionFraction[j]
-                            } else {
-                                let d = pd + scale * reflectionFrames[j]
-                                whole = Int(d)
-                                frac = d - Float(whole)
-                            }
-                            let source = (j - k) & 1 == 0 ? same : other
-                            let i0 = (preDelayIndex &- whole) & preMask
-                            let v0 = source[i0]
-                            sum += reflectionGain[j] * (v0 + frac * (source[(i0 &- 1) & preMask] - v0))
-                            j += 1
-                        }
-                        if k == 0 { earlyL = sum } else { earlyR = sum }
-                        k += taps
-                    }
-                }
-                preDelayIndex = (preDelayIndex &+ 1) & preMask
-
-                // Input diffusion: allpass (g + z^-L) / (1 + g·z^-L) per stage.
-                let g = diffusionRamp.next()
-                var k = 0
-                while k < Self.diffuserCount {
-                    xL = diffuse(xL, stage: k, gain: g)
-                    xR = diffuse(xR, stage: k + Self.diffuserCount, gain: g)
-                    k += 1
-                }
-
-                // Read and damp every line; sum the output taps.
-                var outL: Float = 0, outR: Float = 0
-                var i = 0
-                while i < n {
-                    let line = lines + i &* cap
-                    let s: Float
-                    if glide {
-                        let d = readDelay[i] + readDelayStep[i]
-                        readDelay[i] = d
-                        s = DSPMath.readInterpolated(line, mask: mask, writeIndex: writeIndex, delay: d)
-                    } else {
-                        s = line[(writeIndex &- lineLength[i]) & mask]
-                    }
-                    let y = DSPMath.flush(b0[i] * s + b1[i] * x1[i] - a1[i] * y1[i])
-                    x1[i] = s
-                    y1[i] = y
-                    outL += tapLeft[i] * y
-                    outR += tapRight[i] * y
-                    i += 1
-                }
-
-                // Rotate the lines in pairs (orthogonal, slowly varying),
-                // mix them (Hadamard), write them back with the input.
-                var pair = 0
-                while pair < n / 2 {
-                    let r = rotation + 6 * pair
-                    let c = r[0] + r[2], sn = r[1] + r[3]
-                    r[0] = c
-                    r[1] = sn
-                    let a = y1[2 * pair], b = y1[2 * pair + 1]
-                    mix[2 * pair] = c * a - sn * b
-                    mix[2 * pair + 1] = sn * a + c * b
-                    pair += 1
-                }
-                Self.hadamard16(mix)
-                i = 0
-                while i < n {
-                    let x = (i & 1) == 0 ? xL : xR
-                    lines[i &* cap &+ writeIndex] = DSPMath.flush(0.25 * mix[i] + injection[i] * x)
-                    i += 1
-                }
-                writeIndex = (writeIndex &+ 1) & mask
-
-                // Width: blend each side with the other (1 = as is, 0 = mono).
-                outL += early * earlyL
-                outR += early * earlyR
-                let wd = widthRamp.next()
-                let direct = 0.5 + 0.5 * wd, cross = 0.5 - 0.5 * wd
-                let gain = wetRamp.next() * fade
-                outputLeft[frame] += gain * (direct * outL + cross * outR)
-                outputRight[frame] += gain * (direct * outR + cross * outL)
-                frame += 1
-            }
+            processBlock(inputLeft: inputLeft + frame, inputRight: inputRight + frame,
+                         outputLeft: outputLeft + frame, outputRight: outputRight + frame, count: count)
+            frame += count
         }
     }
 
-    /// In-place 16-point fast Walsh-Hadamard transform (unscaled): the
-    /// product with the Sylvester-ordered Hadamard matrix in 64 additions.
-    /// Written out as four radix-2 stages over locals, which the compiler
-    /// keeps in registers.
-    @inline(__always) static func hadamard16(_ x: UnsafeMutablePointer<Float>) {
-        // stage 1 (distance 8) and 2 (distance 4)
-        var a0 = x[0] + x[8], a8 = x[0] - x[8], a1 = x[1] + x[9], a9 = x[1] - x[9]
-        var a2 = x[2] + x[10], a10 = x[2] - x[10], a3 = x[3] + x[11], a11 = x[3] - x[11]
-        var a4 = x[4] + x[12], a12 = x[4] - x[12], a5 = x[5] + x[13], a13 = x[5] - x[13]
-        var a6 = x[6] + x[14], a14 = x[6] - x[14], a7 = x[7] + x[15], a15 = x[7] - x[15]
-        (a0, a4) = (a0 + a4, a0 - a4); (a1, a5) = (a1 + a5, a1 - a5)
-        (a2, a6) = (a2 + a6, a2 - a6); (a3, a7) = (a3 + a7, a3 - a7)
-        (a8, a12) = (a8 + a12, a8 - a12); (a9, a13) = (a9 + a13, a9 - a13)
-        (a10, a14) = (a10 + a14, a10 - a14); (a11, a15) = (a11 + a15, a11 - a15)
-        // stage 3 (distance 2) and 4 (distance 1)
-        (a0, a2) = (a0 + a2, a0 - a2); (a1, a3) = (a1 + a3, a1 - a3)
-        (a4, a6) = (a4 + a6, a4 - a6); (a5, a7) = (a5 + a7, a5 - a7)
-        (a8, a10) = (a8 + a10, a8 - a10); (a9, a11) = (a9 + a11, a9 - a11)
-        (a12, a14) = (a12 + a14, a12 - a14); (a13, a15) = (a13 + a15, a13 - a15)
-        x[0] = a0 + a1; x[1] = a0 - a1; x[2] = a2 + a3; x[3] = a2 - a3
-        x[4] = a4 + a5; x[5] = a4 - a5; x[6] = a6 + a7; x[7] = a6 - a7
-        x[8] = a8 + a9; x[9] = a8 - a9; x[10] = a10 + a11; x[11] = a10 - a11
-        x[12] = a12 + a13; x[13] = a12 - a13; x[14] = a14 + a15; x[15] = a14 - a15
+    /// Renders `count` frames (1...controlInterval) inside one control
+    /// period, stage by stage: each stage runs over the whole block before
+    /// the next one starts. Every frame goes through the same arithmetic as
+    /// it would one frame at a time, so the output does not depend on how
+    /// the caller splits its blocks.
+    @inline(__always)
+    private mutating func processBlock(inputLeft: UnsafePointer<Float>, inputRight: UnsafePointer<Float>,
+                                       outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
+                                       count: Int) {
+        let scratch = self.scratch
+        let fade = scratch + Scratch.fade
+        let xL = scratch + Scratch.inputLeft, xR = scratch + Scratch.inputRight
+        let earlyL = scratch + Scratch.earlyLeft, earlyR = scratch + Scratch.earlyRight
+        let netL = scratch + Scratch.networkLeft, netR = scratch + Scratch.networkRight
+        let preDelayLeft = self.preDelayLeft, preDelayRight = self.preDelayRight
+        let preCapacity = preDelayCapacity, preMask = preDelayCapacity - 1
+        let mirror = Self.mirrorFrames
+
+        // 1. Bypass fade, DC blocker, into the pre-delay lines.
+        let dcR = dcCoefficient
+        var dcInL = dcInLeft, dcOutL = dcOutLeft, dcInR = dcInRight, dcOutR = dcOutRight
+        for n in 0..<count {
+            let g = bypass.next()
+            fade[n] = g
+            let inL = inputLeft[n] * g, inR = inputRight[n] * g
+            dcOutL = DSPMath.flush(inL - dcInL + dcR * dcOutL); dcInL = inL
+            dcOutR = DSPMath.flush(inR - dcInR + dcR * dcOutR); dcInR = inR
+            let j = (preDelayIndex &+ n) & preMask
+            preDelayLeft[j] = dcOutL
+            preDelayRight[j] = dcOutR
+            if j < mirror {
+                preDelayLeft[preCapacity &+ j] = dcOutL
+                preDelayRight[preCapacity &+ j] = dcOutR
+            }
+        }
+        dcInLeft = dcInL; dcOutLeft = dcOutL; dcInRight = dcInR; dcOutRight = dcOutR
+
+        // 2. Read the pre-delay and the early reflections: taps behind the
+        // pre-delay, taps 0, 2, 4 of a side from that side's input, 1, 3, 5
+        // from the other's. All at fixed positions unless the pre-delay or
+        // the size glides (then per frame, with linear interpolation).
+        let taps = Self.reflectionsPerSide
+        if preDelayRamp.step == 0 && reflectionScaleRamp.step == 0 {
+            // The steady pre-delay is a whole number of frames.
+            let start = (preDelayIndex &- Int(preDelayRamp.value)) & preMask
+            for n in 0..<count {
+                xL[n] = preDelayLeft[start &+ n]
+                xR[n] = preDelayRight[start &+ n]
+            }
+            if earlyRamp.isSteady(at: 0) {
+                for n in 0..<count { earlyL[n] = 0; earlyR[n] = 0 }
+            } else {
+                for side in 0..<2 {
+                    let sum = side == 0 ? earlyL : earlyR
+                    let same = side == 0 ? preDelayLeft : preDelayRight
+                    let other = side == 0 ? preDelayRight : preDelayLeft
+                    for n in 0..<count { sum[n] = 0 }
+                    for t in 0..<taps {
+                        let k = side &* taps &+ t
+                        let source = t & 1 == 0 ? same : other
+                        let older = source + ((preDelayIndex &- reflectionWhole[k] &- 1) & preMask)
+                        let newer = older + 1
+                        let gain = reflectionGain[k], frac = reflectionFraction[k]
+                        for n in 0..<count {
+                            let v0 = newer[n]
+                            sum[n] += gain * (v0 + frac * (older[n] - v0))
+                        }
+                    }
+                }
+            }
+        } else {
+            for n in 0..<count {
+                let index = preDelayIndex &+ n
+                let pd = preDelayRamp.next()
+                let pdWhole = Int(pd)
+                let pdFrac = pd - Float(pdWhole)
+                let j0 = (index &- pdWhole) & preMask, j1 = (j0 &- 1) & preMask
+                xL[n] = preDelayLeft[j0] + pdFrac * (preDelayLeft[j1] - preDelayLeft[j0])
+                xR[n] = preDelayRight[j0] + pdFrac * (preDelayRight[j1] - preDelayRight[j0])
+                let scale = reflectionScaleRamp.next()
+                for side in 0..<2 {
+                    let same = side == 0 ? preDelayLeft : preDelayRight
+                    let other = side == 0 ? preDelayRight : preDelayLeft
+                    var sum: Float = 0
+                    for t in 0..<taps {
+                        let k = side &* taps &+ t
+                        let d = pd + scale * reflectionFrames[k]
+                        let whole = Int(d)
+                        let frac = d - Float(whole)
+                        let source = t & 1 == 0 ? same : other
+                        let i0 = (index &- whole) & preMask
+                        let v0 = source[i0]
+                        sum += reflectionGain[k] * (v0 + frac * (source[(i0 &- 1) & preMask] - v0))
+                    }
+                    if side == 0 { earlyL[n] = sum } else { earlyR[n] = sum }
+                }
+            }
+        }
+        preDelayIndex = (preDelayIndex &+ count) & preMask
+
+        // 3. Input diffusion: allpass (g + z^-L) / (1 + g·z^-L) per stage,
+        // each stage over the whole block.
+        let diffusionGain = scratch + Scratch.diffusion
+        for n in 0..<count { diffusionGain[n] = diffusionRamp.next() }
+        for k in 0..<(2 * Self.diffuserCount) {
+            diffuse(k < Self.diffuserCount ? xL : xR, count: count, stage: k, gain: diffusionGain)
+        }
+
+        // 4. The network. Gather this block's reads of every line (a
+        // whole-frame run per line, or per frame with Hermite interpolation
+        // while the lengths glide), 16 per frame side by side.
+        let n16 = Self.lineCount
+        let lines = self.lines, mask = lineMask, stride = lineStride
+        let reads = scratch + Scratch.reads, writes = scratch + Scratch.writes
+        let start = writeIndex
+        if lengthsGlide {
+            for i in 0..<n16 {
+                let line = lines + i &* stride
+                var d = readDelay[i]
+                let step = readDelayStep[i]
+                for n in 0..<count {
+                    d += step
+                    reads[n &* 16 &+ i] = DSPMath.readInterpolated(line, mask: mask, writeIndex: start &+ n, delay: d)
+                }
+                readDelay[i] = d
+            }
+        } else {
+            for i in 0..<n16 {
+                let source = lines + (i &* stride &+ ((start &- lineLength[i]) & mask))
+                for n in 0..<count { reads[n &* 16 &+ i] = source[n] }
+            }
+        }
+
+        // Per frame, one lane per line: damp, sum the output taps, rotate
+        // the pairs, mix (Hadamard), add the input.
+        let b0 = shelfB0, b1 = shelfB1, a1 = shelfA1
+        var x1 = shelfX1, y1 = shelfY1
+        var c = rotationCos, s = rotationSin
+        let cStep = rotationCosStep, sStep = rotationSinStep
+        let tapLeft = self.tapLeft, tapRight = self.tapRight, injection = self.injection
+        let readBytes = UnsafeRawPointer(reads), writeBytes = UnsafeMutableRawPointer(writes)
+        for n in 0..<count {
+            let x = readBytes.loadUnaligned(fromByteOffset: n &* 64, as: SIMD16<Float>.self)
+            let y = b0 * x + b1 * x1 - a1 * y1
+            x1 = x
+            y1 = y
+            let (left, right) = Self.dotProducts(tapLeft, tapRight, y)
+            netL[n] = left
+            netR[n] = right
+            c += cStep
+            s += sStep
+            let a = y.lowHalf, b = y.highHalf
+            let mixed = Self.hadamard16(c * a - s * b, s * a + c * b)
+            let input4 = SIMD4(xL[n], xR[n], xL[n], xR[n])
+            let input8 = SIMD8(lowHalf: input4, highHalf: input4)
+            let input = SIMD16(lowHalf: input8, highHalf: input8)
+            writeBytes.storeBytes(of: DSPMath.flush(mixed + injection * input), toByteOffset: n &* 64, as: SIMD16<Float>.self)
+        }
+        shelfX1 = x1
+        shelfY1 = DSPMath.flush(y1)
+        rotationCos = c
+        rotationSin = s
+
+        // Scatter the writes into the lines (a run per line; the part that
+        // lands in a mirror region is copied to its twin).
+        let end = start &+ count
+        let capacity = lineCapacity
+        for i in 0..<n16 {
+            let line = lines + i &* stride
+            let target = line + start
+            for n in 0..<count { target[n] = writes[n &* 16 &+ i] }
+            if end > capacity {
+                for j in capacity..<end { line[j &- capacity] = line[j] }
+            } else if start < mirror {
+                for j in start..<min(end, mirror) { line[capacity &+ j] = line[j] }
+            }
+        }
+        writeIndex = end & mask
+
+        // 5. Early reflections, width, wet level.
+        for n in 0..<count {
+            let early = earlyRamp.next()
+            let outL = netL[n] + early * earlyL[n]
+            let outR = netR[n] + early * earlyR[n]
+            let wd = widthRamp.next()
+            let direct = 0.5 + 0.5 * wd, cross = 0.5 - 0.5 * wd
+            let gain = wetRamp.next() * fade[n]
+            outputLeft[n] += gain * (direct * outL + cross * outR)
+            outputRight[n] += gain * (direct * outR + cross * outL)
+        }
     }
 
-    @inline(__always) private mutating func diffuse(_ x: Float, stage k: Int, gain g: Float) -> Float {
+    /// Left and right output taps: the dot products of `y` with `l` and `r`.
+    @inline(__always) static func dotProducts(_ l: SIMD16<Float>, _ r: SIMD16<Float>, _ y: SIMD16<Float>) -> (Float, Float) {
+        let pl = l * y, pr = r * y
+        let l8 = pl.lowHalf + pl.highHalf, r8 = pr.lowHalf + pr.highHalf
+        let l4 = l8.lowHalf + l8.highHalf, r4 = r8.lowHalf + r8.highHalf
+        let pairs = SIMD4(l4[0], r4[0], l4[2], r4[2]) + SIMD4(l4[1], r4[1], l4[3], r4[3])
+        return (pairs[0] + pairs[2], pairs[1] + pairs[3])
+    }
+
+    /// The 16-point Walsh-Hadamard transform (unscaled, Sylvester order) of
+    /// the vector whose lanes 0-7 are `a` and 8-15 are `b`: four radix-2
+    /// stages of 16 additions, the first two between vector halves, the
+    /// last two inside groups of four lanes.
+    @inline(__always) static func hadamard16(_ a: SIMD8<Float>, _ b: SIMD8<Float>) -> SIMD16<Float> {
+        let p = a + b, q = a - b                                                  // distance 8
+        let p0 = p.lowHalf + p.highHalf, p1 = p.lowHalf - p.highHalf              // distance 4
+        let q0 = q.lowHalf + q.highHalf, q1 = q.lowHalf - q.highHalf
+        return SIMD16(lowHalf: SIMD8(lowHalf: hadamard4(p0), highHalf: hadamard4(p1)),
+                      highHalf: SIMD8(lowHalf: hadamard4(q0), highHalf: hadamard4(q1)))
+    }
+
+    /// Distances 2 and 1 of the transform, inside four lanes.
+    @inline(__always) static func hadamard4(_ r: SIMD4<Float>) -> SIMD4<Float> {
+        let t = SIMD4(r[1], r[0], r[3], r[2]) + r * SIMD4(1, -1, 1, -1)          // r0+r1, r0-r1, r2+r3, r2-r3
+        return SIMD4(t[2], t[3], t[0], t[1]) + t * SIMD4(1, 1, -1, -1)
+    }
+
+    /// Allpass stage `k` over a block, in place on `x`, with a gain per frame.
+    @inline(__always) private mutating func diffuse(_ x: UnsafeMutablePointer<Float>, count: Int, stage k: Int,
+                                                     gain: UnsafeMutablePointer<Float>) {
         let buffer = diffuserStorage + diffuserOffset[k]
-        let index = diffuserIndex[k]
-        let delayed = buffer[index]
-        let v = DSPMath.flush(x - g * delayed)
-        buffer[index] = v
-        let next = index + 1
-        diffuserIndex[k] = next == diffuserLength[k] ? 0 : next
-        return delayed + g * v
+        let length = diffuserLength[k]
+        var index = diffuserIndex[k]
+        var n = 0
+        while n < count {
+            let run = min(count &- n, length &- index)
+            let b = buffer + index, xs = x + n, gs = gain + n
+            for j in 0..<run {
+                let delayed = b[j]
+                let g = gs[j]
+                let v = DSPMath.flush(xs[j] - g * delayed)
+                b[j] = v
+                xs[j] = delayed + g * v
+            }
+            n &+= run
+            index &+= run
+            if index == length { index = 0 }
+        }
+        diffuserIndex[k] = index
     }
 
     // MARK: Control
@@ -688,26 +806,30 @@ public struct Reverb {
     }
 
     /// Moves the pair-rotation LFOs `frames` on and sets up the per-frame
-    /// cos/sin ramps to their new angles.
+    /// cos/sin ramps to their new angles (scaled by 1/4, which makes the
+    /// unscaled Hadamard transform after them orthogonal).
     private mutating func setRotations(advancing frames: Int) {
         let depth = modulationDepth.current
+        var c = SIMD8<Float>(), s = SIMD8<Float>()
         for k in 0..<(Self.lineCount / 2) {
             var phase = lfoPhase[k] + lfoIncrement[k] * Double(frames)
             if phase >= 1 { phase -= 1 }
             lfoPhase[k] = phase
             let angle = depth * DSPMath.sine(turns: phase)
-            let r = rotation + 6 * k
-            let c = Float(cos(angle)), s = Float(sin(angle))
-            if frames == 0 {
-                r[0] = c; r[1] = s; r[2] = 0; r[3] = 0
-            } else {
-                r[0] = r[4]; r[1] = r[5]           // exact start
-                r[2] = (c - r[0]) / Float(frames)
-                r[3] = (s - r[1]) / Float(frames)
-                r[0] -= r[2]; r[1] -= r[3]          // process() steps before use
-            }
-            r[4] = c; r[5] = s
+            c[k] = Float(0.25 * cos(angle))
+            s[k] = Float(0.25 * sin(angle))
         }
+        if frames == 0 {
+            rotationCos = c; rotationSin = s
+            rotationCosStep = .zero; rotationSinStep = .zero
+        } else {
+            // exact start; process() steps before use
+            rotationCosStep = (c - rotationCosEnd) / Float(frames)
+            rotationSinStep = (s - rotationSinEnd) / Float(frames)
+            rotationCos = rotationCosEnd - rotationCosStep
+            rotationSin = rotationSinEnd - rotationSinStep
+        }
+        rotationCosEnd = c; rotationSinEnd = s
     }
 
     /// Per-line damping shelf for the current decay, damping and lengths.
@@ -768,12 +890,12 @@ public struct Reverb {
     private mutating func clearState() {
         needsClear = false
         let n = Self.lineCount
-        lines.update(repeating: 0, count: n * lineCapacity)
-        preDelayLeft.update(repeating: 0, count: preDelayCapacity)
-        preDelayRight.update(repeating: 0, count: preDelayCapacity)
+        lines.update(repeating: 0, count: n * lineStride)
+        preDelayLeft.update(repeating: 0, count: preDelayCapacity + Self.mirrorFrames)
+        preDelayRight.update(repeating: 0, count: preDelayCapacity + Self.mirrorFrames)
         diffuserStorage.update(repeating: 0, count: diffuserStorageCount)
-        shelfX1.update(repeating: 0, count: n)
-        shelfY1.update(repeating: 0, count: n)
+        shelfX1 = .zero
+        shelfY1 = .zero
         dcInLeft = 0; dcOutLeft = 0; dcInRight = 0; dcOutRight = 0
     }
 }
