@@ -112,9 +112,39 @@ enum DSPMath {
         return true
     }
 
-    /// sin(2π·turns) for an LFO (Double precision libm; called at control rate).
+    /// sin(2π·turns) for an LFO (control rate), |turns| < 2^53: reduced to a
+    /// quarter period and a polynomial, within 1e-11 of libm's `sin` and
+    /// several times cheaper (the LFOs call it for every voice or line
+    /// pair every control period).
     @inline(__always) static func sine(turns: Double) -> Double {
-        sin(2 * Double.pi * turns)
+        var x = turns - Double(Int64(turns))            // (-1, 1)
+        if x > 0.5 { x -= 1 } else if x < -0.5 { x += 1 }
+        if x > 0.25 { x = 0.5 - x } else if x < -0.25 { x = -0.5 - x }
+        return sinCos(2 * Double.pi * x).sin
+    }
+
+    /// sin and cos of |x| <= π/2 by their Taylor series (to x^15 and x^16:
+    /// error below 1e-11).
+    @inline(__always) static func sinCos(_ x: Double) -> (sin: Double, cos: Double) {
+        let x2 = x * x
+        var s = 1.0 / 1_307_674_368_000                 // 1/15!
+        s = 1.0 / 6_227_020_800 - x2 * s                // 1/13!
+        s = 1.0 / 39_916_800 - x2 * s
+        s = 1.0 / 362_880 - x2 * s
+        s = 1.0 / 5040 - x2 * s
+        s = 1.0 / 120 - x2 * s
+        s = 1.0 / 6 - x2 * s
+        s = x - x * x2 * s
+        var c = 1.0 / 20_922_789_888_000                // 1/16!
+        c = 1.0 / 87_178_291_200 - x2 * c               // 1/14!
+        c = 1.0 / 479_001_600 - x2 * c
+        c = 1.0 / 3_628_800 - x2 * c
+        c = 1.0 / 40320 - x2 * c
+        c = 1.0 / 720 - x2 * c
+        c = 1.0 / 24 - x2 * c
+        c = 0.5 - x2 * c
+        c = 1 - x2 * c
+        return (s, c)
     }
 }
 
@@ -128,5 +158,12 @@ extension DSPMath {
         let bits = unsafeBitCast(x, to: SIMD16<Int32>.self)
         let below = ((bits & 0x7FFF_FFFF) &- Int32(bitPattern: flushThreshold.bitPattern)) &>> 31   // -1 where |x| < threshold
         return unsafeBitCast(bits & ~below, to: SIMD16<Float>.self)
+    }
+
+    /// `flush` on every lane (see the SIMD16 version).
+    @inline(__always) static func flush(_ x: SIMD4<Float>) -> SIMD4<Float> {
+        let bits = unsafeBitCast(x, to: SIMD4<Int32>.self)
+        let below = ((bits & 0x7FFF_FFFF) &- Int32(bitPattern: flushThreshold.bitPattern)) &>> 31
+        return unsafeBitCast(bits & ~below, to: SIMD4<Float>.self)
     }
 }

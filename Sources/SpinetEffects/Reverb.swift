@@ -72,12 +72,15 @@ import Darwin
 ///   reflections, diffusers, network, output) runs over all its frames
 ///   before the next. Every line is longer than a period (at least 53
 ///   frames), so the network reads a period's worth of every line before
-///   writing any of it; per frame the 16 lines are the lanes of one SIMD
-///   vector (shelves, rotations and the Hadamard transform are vector
-///   operations), and the ring buffers carry a mirrored copy of their first
-///   frames past their end, so the reads and writes of a period are
-///   contiguous runs. Each frame still goes through the same arithmetic as
-///   it would alone.
+///   writing any of it. The damping shelves, which are recursive, run per
+///   frame with the 16 lines as the lanes of one SIMD vector; the rest of
+///   the network (output taps, rotations, Hadamard transform, input) runs
+///   four frames at a time with one vector of four frames per line, where
+///   every step is an operation between whole vectors; 4×4 transposes move
+///   between the two layouts. The ring buffers carry a mirrored copy of
+///   their first frames past their end, so the reads and writes of a period
+///   are contiguous runs. Each frame goes through the same arithmetic
+///   wherever the caller's blocks begin and end.
 ///
 /// Every parameter change glides: levels in 30 ms, damping and diffusion in
 /// 50 ms, decay (in the log domain) and pre-delay in 200 ms, and `size` in
@@ -220,7 +223,7 @@ public struct Reverb {
     // to those at its end.
     private let lfoPhase: UnsafeMutablePointer<Double>            // 8, turns
     private let lfoIncrement: UnsafeMutablePointer<Double>        // 8, turns per frame
-    private var rotationCos = SIMD8<Float>(), rotationSin = SIMD8<Float>()
+    private var rotationCosStart = SIMD8<Float>(), rotationSinStart = SIMD8<Float>()
     private var rotationCosStep = SIMD8<Float>(), rotationSinStep = SIMD8<Float>()
     private var rotationCosEnd = SIMD8<Float>(), rotationSinEnd = SIMD8<Float>()
 
@@ -287,10 +290,11 @@ public struct Reverb {
     private enum Scratch {
         static let block = Reverb.controlInterval
         static let fade = 0, inputLeft = block, inputRight = 2 * block
-        static let earlyLeft = 3 * block, earlyRight = 4 * block
-        static let networkLeft = 5 * block, networkRight = 6 * block, diffusion = 7 * block
-        static let reads = 8 * block                 // block × 16
-        static let writes = reads + 16 * block       // block × 16
+        static let earlyLeft = 3 * block, earlyRight = 4 * block, diffusion = 5 * block
+        static let networkLeft = 6 * block, networkRight = 7 * block + 4    // block + 3 each: summed in fours
+        static let partialSums = 8 * block + 8       // (block + 3) × 8: left and right, four lanes each
+        static let reads = partialSums + 8 * (block + 4)    // (block + 3) × 16: gathered in fours
+        static let writes = reads + 16 * (block + 4)        // block × 16
         static let count = writes + 16 * block
     }
 
@@ -506,7 +510,8 @@ public struct Reverb {
             let count = min(framesUntilControl, frames - frame)
             framesUntilControl -= count
             processBlock(inputLeft: inputLeft + frame, inputRight: inputRight + frame,
-                         outputLeft: outputLeft + frame, outputRight: outputRight + frame, count: count)
+                         outputLeft: outputLeft + frame, outputRight: outputRight + frame,
+                         offset: Self.controlInterval - framesUntilControl - count, count: count)
             frame += count
         }
     }
@@ -519,7 +524,7 @@ public struct Reverb {
     @inline(__always)
     private mutating func processBlock(inputLeft: UnsafePointer<Float>, inputRight: UnsafePointer<Float>,
                                        outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
-                                       count: Int) {
+                                       offset: Int, count: Int) {
         let scratch = self.scratch
         let fade = scratch + Scratch.fade
         let xL = scratch + Scratch.inputLeft, xR = scratch + Scratch.inputRight
@@ -638,50 +643,114 @@ public struct Reverb {
                 readDelay[i] = d
             }
         } else {
-            for i in 0..<n16 {
-                let source = lines + (i &* stride &+ ((start &- lineLength[i]) & mask))
-                for n in 0..<count { reads[n &* 16 &+ i] = source[n] }
+            // Four lines at a time, four frames at a time: four vector loads,
+            // a 4×4 transpose, four vector stores. The last group may read
+            // past `count` (the runs have room up to a whole period).
+            var i = 0
+            while i < n16 {
+                let s0 = UnsafeRawPointer(lines + (i &* stride &+ ((start &- lineLength[i]) & mask)))
+                let s1 = UnsafeRawPointer(lines + ((i &+ 1) &* stride &+ ((start &- lineLength[i &+ 1]) & mask)))
+                let s2 = UnsafeRawPointer(lines + ((i &+ 2) &* stride &+ ((start &- lineLength[i &+ 2]) & mask)))
+                let s3 = UnsafeRawPointer(lines + ((i &+ 3) &* stride &+ ((start &- lineLength[i &+ 3]) & mask)))
+                let target = UnsafeMutableRawPointer(reads + i)
+                var n = 0
+                while n < count {
+                    let t = Self.transpose(s0.loadUnaligned(fromByteOffset: n &* 4, as: SIMD4<Float>.self),
+                                           s1.loadUnaligned(fromByteOffset: n &* 4, as: SIMD4<Float>.self),
+                                           s2.loadUnaligned(fromByteOffset: n &* 4, as: SIMD4<Float>.self),
+                                           s3.loadUnaligned(fromByteOffset: n &* 4, as: SIMD4<Float>.self))
+                    target.storeBytes(of: t.0, toByteOffset: n &* 64, as: SIMD4<Float>.self)
+                    target.storeBytes(of: t.1, toByteOffset: n &* 64 &+ 64, as: SIMD4<Float>.self)
+                    target.storeBytes(of: t.2, toByteOffset: n &* 64 &+ 128, as: SIMD4<Float>.self)
+                    target.storeBytes(of: t.3, toByteOffset: n &* 64 &+ 192, as: SIMD4<Float>.self)
+                    n &+= 4
+                }
+                i &+= 4
             }
         }
 
-        // Per frame, one lane per line: damp, sum the output taps, rotate
-        // the pairs, mix (Hadamard), add the input.
+        // Damp, per frame, one lane per line (the shelves are recursive).
         let b0 = shelfB0, b1 = shelfB1, a1 = shelfA1
         var x1 = shelfX1, y1 = shelfY1
-        var c = rotationCos, s = rotationSin
-        let cStep = rotationCosStep, sStep = rotationSinStep
-        let tapLeft = self.tapLeft, tapRight = self.tapRight, injection = self.injection
-        let readBytes = UnsafeRawPointer(reads), writeBytes = UnsafeMutableRawPointer(writes)
+        let readBytes = UnsafeRawPointer(reads), dampedBytes = UnsafeMutableRawPointer(writes)
         for n in 0..<count {
             let x = readBytes.loadUnaligned(fromByteOffset: n &* 64, as: SIMD16<Float>.self)
             let y = b0 * x + b1 * x1 - a1 * y1
             x1 = x
             y1 = y
-            let (left, right) = Self.dotProducts(tapLeft, tapRight, y)
-            netL[n] = left
-            netR[n] = right
-            c += cStep
-            s += sStep
-            let a = y.lowHalf, b = y.highHalf
-            let mixed = Self.hadamard16(c * a - s * b, s * a + c * b)
-            let input4 = SIMD4(xL[n], xR[n], xL[n], xR[n])
-            let input8 = SIMD8(lowHalf: input4, highHalf: input4)
-            let input = SIMD16(lowHalf: input8, highHalf: input8)
-            writeBytes.storeBytes(of: DSPMath.flush(mixed + injection * input), toByteOffset: n &* 64, as: SIMD16<Float>.self)
+            dampedBytes.storeBytes(of: y, toByteOffset: n &* 64, as: SIMD16<Float>.self)
         }
         shelfX1 = x1
         shelfY1 = DSPMath.flush(y1)
-        rotationCos = c
-        rotationSin = s
 
-        // Scatter the writes into the lines (a run per line; the part that
-        // lands in a mirror region is copied to its twin).
+        // The rest four frames at a time, one vector per line (lanes are
+        // frames): nothing in it is recursive within a period, and every
+        // step is an operation between whole vectors. Sum the output taps,
+        // rotate the pairs, mix (Hadamard), add the input, write the lines.
+        let damped = UnsafeRawPointer(dampedBytes)
+        let cosStart = rotationCosStart, cosStep = rotationCosStep
+        let sinStart = rotationSinStart, sinStep = rotationSinStep
+        let tapLeft = self.tapLeft, tapRight = self.tapRight, injection = self.injection
         let end = start &+ count
+        let target = lines + start
+        var n = 0
+        while n < count {
+            let (y0, y1, y2, y3) = Self.loadTransposed(damped, n &* 64)
+            let (y4, y5, y6, y7) = Self.loadTransposed(damped, n &* 64 &+ 16)
+            let (y8, y9, y10, y11) = Self.loadTransposed(damped, n &* 64 &+ 32)
+            let (y12, y13, y14, y15) = Self.loadTransposed(damped, n &* 64 &+ 48)
+
+            let tl = tapLeft, tr = tapRight
+            let left = (Self.taps(tl.lowHalf.lowHalf, y0, y1, y2, y3) + Self.taps(tl.lowHalf.highHalf, y4, y5, y6, y7))
+                + (Self.taps(tl.highHalf.lowHalf, y8, y9, y10, y11) + Self.taps(tl.highHalf.highHalf, y12, y13, y14, y15))
+            let right = (Self.taps(tr.lowHalf.lowHalf, y0, y1, y2, y3) + Self.taps(tr.lowHalf.highHalf, y4, y5, y6, y7))
+                + (Self.taps(tr.highHalf.lowHalf, y8, y9, y10, y11) + Self.taps(tr.highHalf.highHalf, y12, y13, y14, y15))
+            UnsafeMutableRawPointer(netL + n).storeBytes(of: left, as: SIMD4<Float>.self)
+            UnsafeMutableRawPointer(netR + n).storeBytes(of: right, as: SIMD4<Float>.self)
+
+            // Rotate line k with line k + 8 (cos and sin of the frames'
+            // positions on the period's ramp), then the distance-8 butterfly.
+            let f = SIMD4<Float>(repeating: Float(offset &+ n)) + SIMD4(1, 2, 3, 4)
+            let (p0, q0) = Self.rotate(y0, y8, cosStart[0] + cosStep[0] * f, sinStart[0] + sinStep[0] * f)
+            let (p1, q1) = Self.rotate(y1, y9, cosStart[1] + cosStep[1] * f, sinStart[1] + sinStep[1] * f)
+            let (p2, q2) = Self.rotate(y2, y10, cosStart[2] + cosStep[2] * f, sinStart[2] + sinStep[2] * f)
+            let (p3, q3) = Self.rotate(y3, y11, cosStart[3] + cosStep[3] * f, sinStart[3] + sinStep[3] * f)
+            let (p4, q4) = Self.rotate(y4, y12, cosStart[4] + cosStep[4] * f, sinStart[4] + sinStep[4] * f)
+            let (p5, q5) = Self.rotate(y5, y13, cosStart[5] + cosStep[5] * f, sinStart[5] + sinStep[5] * f)
+            let (p6, q6) = Self.rotate(y6, y14, cosStart[6] + cosStep[6] * f, sinStart[6] + sinStep[6] * f)
+            let (p7, q7) = Self.rotate(y7, y15, cosStart[7] + cosStep[7] * f, sinStart[7] + sinStep[7] * f)
+            // The other three butterfly stages on each half.
+            let (m0, m1, m2, m3, m4, m5, m6, m7) = Self.hadamard8(p0, p1, p2, p3, p4, p5, p6, p7)
+            let (m8, m9, m10, m11, m12, m13, m14, m15) = Self.hadamard8(q0, q1, q2, q3, q4, q5, q6, q7)
+
+            // Add the input (left into the even lines, right into the odd)
+            // and write the lines.
+            let inL = UnsafeRawPointer(xL + n).loadUnaligned(as: SIMD4<Float>.self)
+            let inR = UnsafeRawPointer(xR + n).loadUnaligned(as: SIMD4<Float>.self)
+            let frames = min(4, count &- n)
+            Self.write(m0 + injection[0] * inL, target, n, frames)
+            Self.write(m1 + injection[1] * inR, target + stride, n, frames)
+            Self.write(m2 + injection[2] * inL, target + 2 &* stride, n, frames)
+            Self.write(m3 + injection[3] * inR, target + 3 &* stride, n, frames)
+            Self.write(m4 + injection[4] * inL, target + 4 &* stride, n, frames)
+            Self.write(m5 + injection[5] * inR, target + 5 &* stride, n, frames)
+            Self.write(m6 + injection[6] * inL, target + 6 &* stride, n, frames)
+            Self.write(m7 + injection[7] * inR, target + 7 &* stride, n, frames)
+            Self.write(m8 + injection[8] * inL, target + 8 &* stride, n, frames)
+            Self.write(m9 + injection[9] * inR, target + 9 &* stride, n, frames)
+            Self.write(m10 + injection[10] * inL, target + 10 &* stride, n, frames)
+            Self.write(m11 + injection[11] * inR, target + 11 &* stride, n, frames)
+            Self.write(m12 + injection[12] * inL, target + 12 &* stride, n, frames)
+            Self.write(m13 + injection[13] * inR, target + 13 &* stride, n, frames)
+            Self.write(m14 + injection[14] * inL, target + 14 &* stride, n, frames)
+            Self.write(m15 + injection[15] * inR, target + 15 &* stride, n, frames)
+            n &+= 4
+        }
+
+        // The part of the writes that landed in a mirror region goes to its twin.
         let capacity = lineCapacity
         for i in 0..<n16 {
             let line = lines + i &* stride
-            let target = line + start
-            for n in 0..<count { target[n] = writes[n &* 16 &+ i] }
             if end > capacity {
                 for j in capacity..<end { line[j &- capacity] = line[j] }
             } else if start < mirror {
@@ -703,31 +772,60 @@ public struct Reverb {
         }
     }
 
-    /// Left and right output taps: the dot products of `y` with `l` and `r`.
-    @inline(__always) static func dotProducts(_ l: SIMD16<Float>, _ r: SIMD16<Float>, _ y: SIMD16<Float>) -> (Float, Float) {
-        let pl = l * y, pr = r * y
-        let l8 = pl.lowHalf + pl.highHalf, r8 = pr.lowHalf + pr.highHalf
-        let l4 = l8.lowHalf + l8.highHalf, r4 = r8.lowHalf + r8.highHalf
-        let pairs = SIMD4(l4[0], r4[0], l4[2], r4[2]) + SIMD4(l4[1], r4[1], l4[3], r4[3])
-        return (pairs[0] + pairs[2], pairs[1] + pairs[3])
+    /// Four frames of four lanes at `offset` bytes (a frame every 64
+    /// bytes), transposed: one vector per lane, its lanes the frames.
+    @inline(__always) static func loadTransposed(_ p: UnsafeRawPointer, _ offset: Int)
+        -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
+        transpose(p.loadUnaligned(fromByteOffset: offset, as: SIMD4<Float>.self),
+                  p.loadUnaligned(fromByteOffset: offset &+ 64, as: SIMD4<Float>.self),
+                  p.loadUnaligned(fromByteOffset: offset &+ 128, as: SIMD4<Float>.self),
+                  p.loadUnaligned(fromByteOffset: offset &+ 192, as: SIMD4<Float>.self))
     }
 
-    /// The 16-point Walsh-Hadamard transform (unscaled, Sylvester order) of
-    /// the vector whose lanes 0-7 are `a` and 8-15 are `b`: four radix-2
-    /// stages of 16 additions, the first two between vector halves, the
-    /// last two inside groups of four lanes.
-    @inline(__always) static func hadamard16(_ a: SIMD8<Float>, _ b: SIMD8<Float>) -> SIMD16<Float> {
-        let p = a + b, q = a - b                                                  // distance 8
-        let p0 = p.lowHalf + p.highHalf, p1 = p.lowHalf - p.highHalf              // distance 4
-        let q0 = q.lowHalf + q.highHalf, q1 = q.lowHalf - q.highHalf
-        return SIMD16(lowHalf: SIMD8(lowHalf: hadamard4(p0), highHalf: hadamard4(p1)),
-                      highHalf: SIMD8(lowHalf: hadamard4(q0), highHalf: hadamard4(q1)))
+    /// g[0]·a + g[1]·b + g[2]·c + g[3]·d.
+    @inline(__always) static func taps(_ g: SIMD4<Float>, _ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>, _ d: SIMD4<Float>)
+        -> SIMD4<Float> {
+        let ab: SIMD4<Float> = g[0] * a + g[1] * b
+        let cd: SIMD4<Float> = g[2] * c + g[3] * d
+        return ab + cd
     }
 
-    /// Distances 2 and 1 of the transform, inside four lanes.
-    @inline(__always) static func hadamard4(_ r: SIMD4<Float>) -> SIMD4<Float> {
-        let t = SIMD4(r[1], r[0], r[3], r[2]) + r * SIMD4(1, -1, 1, -1)          // r0+r1, r0-r1, r2+r3, r2-r3
-        return SIMD4(t[2], t[3], t[0], t[1]) + t * SIMD4(1, 1, -1, -1)
+    /// Rotates (`a`, `b`) by the angle whose cos and sin (times 1/4) are
+    /// `c` and `s`, then the butterfly (sum, difference).
+    @inline(__always) static func rotate(_ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>, _ s: SIMD4<Float>)
+        -> (SIMD4<Float>, SIMD4<Float>) {
+        let ra = c * a - s * b, rb = s * a + c * b
+        return (ra + rb, ra - rb)
+    }
+
+    /// The 8-point Walsh-Hadamard transform (unscaled, Sylvester order):
+    /// three stages of butterflies at distances 4, 2, 1.
+    @inline(__always) static func hadamard8(_ x0: SIMD4<Float>, _ x1: SIMD4<Float>, _ x2: SIMD4<Float>, _ x3: SIMD4<Float>,
+                                            _ x4: SIMD4<Float>, _ x5: SIMD4<Float>, _ x6: SIMD4<Float>, _ x7: SIMD4<Float>)
+        -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
+        let a0 = x0 + x4, a4 = x0 - x4, a1 = x1 + x5, a5 = x1 - x5
+        let a2 = x2 + x6, a6 = x2 - x6, a3 = x3 + x7, a7 = x3 - x7
+        let b0 = a0 + a2, b2 = a0 - a2, b1 = a1 + a3, b3 = a1 - a3
+        let b4 = a4 + a6, b6 = a4 - a6, b5 = a5 + a7, b7 = a5 - a7
+        return (b0 + b1, b0 - b1, b2 + b3, b2 - b3, b4 + b5, b4 - b5, b6 + b7, b6 - b7)
+    }
+
+    /// Writes the first `frames` (1...4) lanes of `v` (flushed) to
+    /// `line[n...]`.
+    @inline(__always) static func write(_ v: SIMD4<Float>, _ line: UnsafeMutablePointer<Float>, _ n: Int, _ frames: Int) {
+        let value = DSPMath.flush(v)
+        if frames == 4 {
+            UnsafeMutableRawPointer(line + n).storeBytes(of: value, as: SIMD4<Float>.self)
+        } else {
+            for j in 0..<frames { line[n &+ j] = value[j] }
+        }
+    }
+
+    /// The 4×4 transpose of the rows `a`, `b`, `c`, `d`.
+    @inline(__always) static func transpose(_ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>, _ d: SIMD4<Float>)
+        -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
+        (SIMD4(a[0], b[0], c[0], d[0]), SIMD4(a[1], b[1], c[1], d[1]),
+         SIMD4(a[2], b[2], c[2], d[2]), SIMD4(a[3], b[3], c[3], d[3]))
     }
 
     /// Allpass stage `k` over a block, in place on `x`, with a gain per frame.
@@ -815,20 +913,18 @@ public struct Reverb {
             var phase = lfoPhase[k] + lfoIncrement[k] * Double(frames)
             if phase >= 1 { phase -= 1 }
             lfoPhase[k] = phase
-            let angle = depth * DSPMath.sine(turns: phase)
-            c[k] = Float(0.25 * cos(angle))
-            s[k] = Float(0.25 * sin(angle))
+            let rotation = DSPMath.sinCos(depth * DSPMath.sine(turns: phase))   // |angle| <= π/4
+            c[k] = Float(0.25 * rotation.cos)
+            s[k] = Float(0.25 * rotation.sin)
         }
+        // Frame n (0-based) of the period uses start + step · (n + 1); the
+        // start is exactly the previous period's end.
         if frames == 0 {
-            rotationCos = c; rotationSin = s
-            rotationCosStep = .zero; rotationSinStep = .zero
-        } else {
-            // exact start; process() steps before use
-            rotationCosStep = (c - rotationCosEnd) / Float(frames)
-            rotationSinStep = (s - rotationSinEnd) / Float(frames)
-            rotationCos = rotationCosEnd - rotationCosStep
-            rotationSin = rotationSinEnd - rotationSinStep
+            rotationCosEnd = c; rotationSinEnd = s
         }
+        rotationCosStart = rotationCosEnd; rotationSinStart = rotationSinEnd
+        rotationCosStep = (c - rotationCosEnd) / Float(max(frames, 1))
+        rotationSinStep = (s - rotationSinEnd) / Float(max(frames, 1))
         rotationCosEnd = c; rotationSinEnd = s
     }
 
