@@ -216,6 +216,7 @@ public struct Reverb {
     private let readDelayEnd: UnsafeMutablePointer<Float>         // 16
     private let readDelayStep: UnsafeMutablePointer<Float>        // 16
     private var lengthsGlide = false                              // this control period
+    private var lengthsChanged = true                             // lineLength to update
 
     // Pair rotations: line k turns with line k + 8 by angle = depth · sin(2π·phase).
     // Per frame, cos and sin (scaled by 1/4, the Hadamard normalization)
@@ -883,11 +884,14 @@ public struct Reverb {
         dampingFrequencyLog.advance(frames)
         if coefficientsNeedUpdate { updateDampingCoefficients() }
 
-        for i in 0..<n {
-            readDelay[i] = readDelayEnd[i]       // exact start: no drift from summed steps
-            readDelayEnd[i] = Float(baseLength[i])
-            readDelayStep[i] = (readDelayEnd[i] - readDelay[i]) / Float(frames)
-            lineLength[i] = Int(baseLength[i].rounded())
+        if lengthsGlide || lengthsChanged {
+            lengthsChanged = false
+            for i in 0..<n {
+                readDelay[i] = readDelayEnd[i]       // exact start: no drift from summed steps
+                readDelayEnd[i] = Float(baseLength[i])
+                readDelayStep[i] = (readDelayEnd[i] - readDelay[i]) / Float(frames)
+                lineLength[i] = Int(baseLength[i] + 0.5)
+            }
         }
         reflectionScaleRamp.begin(to: Float(reflectionScale.advance(frames)), frames: frames)
         earlyRamp.begin(to: Float(earlyLevel.advance(frames)), frames: frames)
@@ -913,7 +917,7 @@ public struct Reverb {
             var phase = lfoPhase[k] + lfoIncrement[k] * Double(frames)
             if phase >= 1 { phase -= 1 }
             lfoPhase[k] = phase
-            let rotation = DSPMath.sinCos(depth * DSPMath.sine(turns: phase))   // |angle| <= π/4
+            let rotation = DSPMath.sinCosOfSmallAngle(depth * DSPMath.sine(turns: phase))   // |angle| <= π/4
             c[k] = Float(0.25 * rotation.cos)
             s[k] = Float(0.25 * rotation.sin)
         }
@@ -962,6 +966,7 @@ public struct Reverb {
             }
         }
         baseRemaining = glide ? sizeRampFrames : 0
+        lengthsChanged = true
         coefficientsNeedUpdate = true
     }
 
