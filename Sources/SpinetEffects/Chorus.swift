@@ -29,7 +29,15 @@ import Darwin
 ///   (a flanger's resonance); one loop, so |feedback| < 1 is always stable.
 /// - **Control rate.** LFO values are computed every 32 frames and the
 ///   delays interpolated linearly per frame in between (a sub-10 Hz sine is
-///   linear to 1e-4 over 32 frames). Levels, rate, width and feedback glide
+///   linear to 1e-4 over 32 frames); a frame's delay and gain depend only on
+///   its position in the period, not on how the caller splits its blocks.
+/// - **Block processing.** Inside a period the input is written first and
+///   each tap is then read for the whole block, four frames per vector (the
+///   read positions, Hermite weights and gains as vectors; each frame's four
+///   neighbours in one load, thanks to a mirrored copy of the buffer's first
+///   frames past its end). With feedback, voice 0 is read before the write,
+///   which needs its delay to exceed the block; a flanger's shorter delays
+///   take a frame-by-frame path. Levels, rate, width and feedback glide
 ///   in 30-50 ms; delay and depth in 0.5 s, so that even the largest change
 ///   bends the pitch by less than 8 % on the way: nothing ever clicks.
 ///
@@ -108,8 +116,15 @@ public struct Chorus {
         return longest * passes
     }
 
-    private let capacity: Int
+    /// Frames after the end of each ring buffer that repeat its first
+    /// frames, so that a tap's four neighbours are one contiguous load.
+    static let mirrorFrames = 4
+    static let block = controlInterval
+    private let capacity: Int                   // power of two (+ mirrorFrames allocated)
     private let mask: Int
+    /// Per-frame work buffers of one block: fade, then left and right sums
+    /// and voice 0's reads (each with room for a vector past the block).
+    private let scratch: UnsafeMutablePointer<Float>
     private let bufferLeft: UnsafeMutablePointer<Float>
     private let bufferRight: UnsafeMutablePointer<Float>
     private var writeIndex = 0
@@ -149,8 +164,9 @@ public struct Chorus {
         let longest = (Self.maxDelayMilliseconds + Self.maxDepthMilliseconds) * sampleRate / 1000
         capacity = DSPMath.powerOfTwo(atLeast: Int(longest.rounded(.up)) + 8)
         mask = capacity - 1
-        bufferLeft = DSPMath.allocateZeroed(capacity)
-        bufferRight = DSPMath.allocateZeroed(capacity)
+        bufferLeft = DSPMath.allocateZeroed(capacity + Self.mirrorFrames)
+        bufferRight = DSPMath.allocateZeroed(capacity + Self.mirrorFrames)
+        scratch = DSPMath.allocateZeroed(5 * (Self.block + 4))
         let taps = 2 * Self.maxVoices
         tapDelay = DSPMath.allocateZeroed(taps)
         tapDelayEnd = DSPMath.allocateZeroed(taps)
@@ -195,7 +211,7 @@ public struct Chorus {
 
     /// Frees the buffers. Call once, off the render thread.
     public mutating func deallocate() {
-        bufferLeft.deallocate(); bufferRight.deallocate()
+        bufferLeft.deallocate(); bufferRight.deallocate(); scratch.deallocate()
         tapDelay.deallocate(); tapDelayEnd.deallocate(); tapDelayStep.deallocate()
         voiceGain.deallocate(); voiceGainEnd.deallocate(); voiceGainStep.deallocate()
         voiceLevel.deallocate(); voiceOffset.deallocate()
@@ -204,8 +220,8 @@ public struct Chorus {
     /// Render thread only. Silences the chorus at once; glides jump to their targets.
     public mutating func reset() {
         needsClear = false
-        bufferLeft.update(repeating: 0, count: capacity)
-        bufferRight.update(repeating: 0, count: capacity)
+        bufferLeft.update(repeating: 0, count: capacity + Self.mirrorFrames)
+        bufferRight.update(repeating: 0, count: capacity + Self.mirrorFrames)
         for v in 0..<Self.maxVoices {
             voiceLevel[v].jump(to: voiceLevel[v].target)
             voiceOffset[v].jump(to: voiceOffset[v].target)
@@ -244,10 +260,6 @@ public struct Chorus {
             return
         }
         needsClear = true
-        let bufferLeft = self.bufferLeft, bufferRight = self.bufferRight, mask = self.mask
-        let tapDelay = self.tapDelay, tapDelayStep = self.tapDelayStep
-        let voiceGain = self.voiceGain, voiceGainStep = self.voiceGainStep
-
         var frame = 0
         while frame < frames {
             if framesUntilControl == 0 {
@@ -255,39 +267,150 @@ public struct Chorus {
                 framesUntilControl = Self.controlInterval
             }
             let count = min(framesUntilControl, frames - frame)
+            let offset = Self.controlInterval - framesUntilControl
             framesUntilControl -= count
-            let end = frame + count
-            while frame < end {
-                let fade = bypass.next()
-                var sumL: Float = 0, sumR: Float = 0
-                var feedL: Float = 0, feedR: Float = 0
-                var v = 0
-                while v < Self.maxVoices {
-                    let g = voiceGain[v] + voiceGainStep[v]
-                    voiceGain[v] = g
-                    let dl = tapDelay[2 * v] + tapDelayStep[2 * v]
-                    let dr = tapDelay[2 * v + 1] + tapDelayStep[2 * v + 1]
-                    tapDelay[2 * v] = dl
-                    tapDelay[2 * v + 1] = dr
+            processBlock(inputLeft: inputLeft + frame, inputRight: inputRight + frame,
+                         outputLeft: outputLeft + frame, outputRight: outputRight + frame, offset: offset, count: count)
+            frame += count
+        }
+    }
+
+    /// Renders `count` frames from frame `offset` of the current control
+    /// period. The taps are read a whole block at a time, four frames per
+    /// vector, unless voice 0 feeds back from less than a block ago: then
+    /// frame by frame.
+    @inline(__always)
+    private mutating func processBlock(inputLeft: UnsafePointer<Float>, inputRight: UnsafePointer<Float>,
+                                       outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
+                                       offset: Int, count: Int) {
+        let bufferLeft = self.bufferLeft, bufferRight = self.bufferRight, mask = self.mask, capacity = self.capacity
+        let fade = scratch, sumL = scratch + Self.block, sumR = scratch + 2 * (Self.block + 4)
+        let feedL = scratch + 3 * (Self.block + 4), feedR = scratch + 4 * (Self.block + 4)
+        for n in 0..<count {
+            fade[n] = bypass.next()
+            sumL[n] = 0
+            sumR[n] = 0
+        }
+        let noFeedback = feedbackRamp.isSteady(at: 0)
+        // Voice 0's reads all come from before this block if its delay
+        // (linear over the period: extreme at its ends) stays over it.
+        // (Two-argument min: the variadic one allocates its array in debug builds.)
+        let shortest = min(min(tapDelay[0], tapDelay[1]), min(tapDelayEnd[0], tapDelayEnd[1]))
+        if noFeedback || shortest >= Float(count + 2) {
+            let start = writeIndex
+            if !noFeedback {
+                readTaps(voice: 0, offset: offset, count: count, sumL: sumL, sumR: sumR, feedL: feedL, feedR: feedR)
+            }
+            for n in 0..<count {
+                let fb = feedbackRamp.next()
+                let j = (start &+ n) & mask
+                let l = DSPMath.flush(inputLeft[n] * fade[n] + (noFeedback ? 0 : fb * feedL[n]))
+                let r = DSPMath.flush(inputRight[n] * fade[n] + (noFeedback ? 0 : fb * feedR[n]))
+                bufferLeft[j] = l
+                bufferRight[j] = r
+                if j < Self.mirrorFrames {
+                    bufferLeft[capacity &+ j] = l
+                    bufferRight[capacity &+ j] = r
+                }
+            }
+            for v in (noFeedback ? 0 : 1)..<Self.maxVoices where v == 0 || voiceGain[v] != 0 || voiceGainStep[v] != 0 {
+                readTaps(voice: v, offset: offset, count: count, sumL: sumL, sumR: sumR, feedL: nil, feedR: nil)
+            }
+            writeIndex = (start &+ count) & mask
+        } else {
+            for n in 0..<count {
+                let position = Float(offset &+ n &+ 1)
+                var l0: Float = 0, r0: Float = 0
+                for v in 0..<Self.maxVoices {
+                    let g = voiceGain[v] + voiceGainStep[v] * position
                     if g != 0 || v == 0 {
-                        let l = DSPMath.readInterpolated(bufferLeft, mask: mask, writeIndex: writeIndex, delay: dl)
-                        let r = DSPMath.readInterpolated(bufferRight, mask: mask, writeIndex: writeIndex, delay: dr)
-                        if v == 0 { feedL = l; feedR = r }
-                        sumL += g * l
-                        sumR += g * r
+                        let l = DSPMath.readInterpolated(bufferLeft, mask: mask, writeIndex: writeIndex,
+                                                         delay: tapDelay[2 * v] + tapDelayStep[2 * v] * position)
+                        let r = DSPMath.readInterpolated(bufferRight, mask: mask, writeIndex: writeIndex,
+                                                         delay: tapDelay[2 * v + 1] + tapDelayStep[2 * v + 1] * position)
+                        if v == 0 { l0 = l; r0 = r }
+                        sumL[n] += g * l
+                        sumR[n] += g * r
                     }
-                    v += 1
                 }
                 let fb = feedbackRamp.next()
-                bufferLeft[writeIndex] = DSPMath.flush(inputLeft[frame] * fade + fb * feedL)
-                bufferRight[writeIndex] = DSPMath.flush(inputRight[frame] * fade + fb * feedR)
+                let l = DSPMath.flush(inputLeft[n] * fade[n] + fb * l0)
+                let r = DSPMath.flush(inputRight[n] * fade[n] + fb * r0)
+                bufferLeft[writeIndex] = l
+                bufferRight[writeIndex] = r
+                if writeIndex < Self.mirrorFrames {
+                    bufferLeft[capacity &+ writeIndex] = l
+                    bufferRight[capacity &+ writeIndex] = r
+                }
                 writeIndex = (writeIndex &+ 1) & mask
-                let gain = wetRamp.next() * fade
-                outputLeft[frame] += gain * sumL
-                outputRight[frame] += gain * sumR
-                frame += 1
             }
         }
+        for n in 0..<count {
+            let gain = wetRamp.next() * fade[n]
+            outputLeft[n] += gain * sumL[n]
+            outputRight[n] += gain * sumR[n]
+        }
+    }
+
+    /// Adds voice `v`'s taps, read for frames 0..<count of the block (frame
+    /// n sits n frames after `writeIndex`), times its gain, to `sumL` and
+    /// `sumR` (and stores the plain reads in `feedL`, `feedR` if given).
+    /// Four frames at a time: the delays, fractions and read positions as
+    /// vectors, each frame's four neighbours with one load, a 4×4 transpose
+    /// and the Hermite interpolation on vectors of four frames. Writes up to
+    /// three values past `count`.
+    @inline(__always)
+    private func readTaps(voice v: Int, offset: Int, count: Int,
+                          sumL: UnsafeMutablePointer<Float>, sumR: UnsafeMutablePointer<Float>,
+                          feedL: UnsafeMutablePointer<Float>?, feedR: UnsafeMutablePointer<Float>?) {
+        let gainStart = voiceGain[v], gainStep = voiceGainStep[v]
+        for side in 0..<2 {
+            let buffer = side == 0 ? bufferLeft : bufferRight
+            let sum = side == 0 ? sumL : sumR
+            let feed = side == 0 ? feedL : feedR
+            let delayStart = tapDelay[2 * v + side], delayStep = tapDelayStep[2 * v + side]
+            var n = 0
+            while n < count {
+                let position = SIMD4<Float>(repeating: Float(offset &+ n)) + SIMD4(1, 2, 3, 4)
+                let delay = delayStart + delayStep * position
+                // floor(delay) (or delay - 1 at whole numbers, with t = 1):
+                // rounding delay - 0.5 by adding 2^23 leaves the whole part
+                // in the low mantissa bits (delay is 2...2^22).
+                let magic = (delay - 0.5) + 8_388_608
+                let whole = unsafeBitCast(magic, to: SIMD4<Int32>.self) & 0x7F_FFFF
+                let t = delay - (magic - 8_388_608)
+                let first = SIMD4<UInt32>(repeating: UInt32(truncatingIfNeeded: writeIndex &+ n &- 2)) &+ SIMD4(0, 1, 2, 3)
+                let index = (first &- unsafeBitCast(whole, to: SIMD4<UInt32>.self)) & UInt32(truncatingIfNeeded: mask)
+                let p = UnsafeRawPointer(buffer)
+                let rows = Self.transpose(p.loadUnaligned(fromByteOffset: Int(index[0]) &* 4, as: SIMD4<Float>.self),
+                                          p.loadUnaligned(fromByteOffset: Int(index[1]) &* 4, as: SIMD4<Float>.self),
+                                          p.loadUnaligned(fromByteOffset: Int(index[2]) &* 4, as: SIMD4<Float>.self),
+                                          p.loadUnaligned(fromByteOffset: Int(index[3]) &* 4, as: SIMD4<Float>.self))
+                // Rows: the samples at whole delay + 2, + 1, + 0, - 1. The
+                // Hermite interpolation as weights on them (the polynomial
+                // of DSPMath.hermite regrouped by sample), so that each row
+                // is used once: the compiler then keeps the transpose as is
+                // instead of redoing it for every use.
+                let t2 = t * t
+                let wY2 = 0.5 * t2 * (t - 1)
+                let wY1 = t * ((2 - 1.5 * t) * t + 0.5)
+                let wY0 = (1.5 * t - 2.5) * t2 + 1
+                let wYm1 = t * ((1 - 0.5 * t) * t - 0.5)
+                let value = (wY2 * rows.0 + wY1 * rows.1) + (wY0 * rows.2 + wYm1 * rows.3)
+                let gain = gainStart + gainStep * position
+                let s = UnsafeMutableRawPointer(sum + n)
+                s.storeBytes(of: s.load(as: SIMD4<Float>.self) + gain * value, as: SIMD4<Float>.self)
+                if let feed { UnsafeMutableRawPointer(feed + n).storeBytes(of: value, as: SIMD4<Float>.self) }
+                n &+= 4
+            }
+        }
+    }
+
+    /// The 4×4 transpose of the rows `a`, `b`, `c`, `d`.
+    @inline(__always) static func transpose(_ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>, _ d: SIMD4<Float>)
+        -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
+        (SIMD4(a[0], b[0], c[0], d[0]), SIMD4(a[1], b[1], c[1], d[1]),
+         SIMD4(a[2], b[2], c[2], d[2]), SIMD4(a[3], b[3], c[3], d[3]))
     }
 
     // MARK: Control
@@ -307,7 +430,7 @@ public struct Chorus {
         feedbackRamp.begin(to: Float(feedback.advance(frames)), frames: frames)
         let hz = rate.advance(frames)
         lfoPhase += hz * Double(frames) / sampleRate
-        lfoPhase -= lfoPhase.rounded(.down)
+        if lfoPhase >= 1 { lfoPhase -= Double(Int(lfoPhase)) }
         depthFrames.advance(frames)
         delayFrames.advance(frames)
         stereoPhase.advance(frames)
