@@ -293,10 +293,11 @@ public struct Reverb {
         static let fade = 0, inputLeft = block, inputRight = 2 * block
         static let earlyLeft = 3 * block, earlyRight = 4 * block, diffusion = 5 * block
         static let networkLeft = 6 * block, networkRight = 7 * block + 4    // block + 3 each: summed in fours
-        static let partialSums = 8 * block + 8       // (block + 3) × 8: left and right, four lanes each
-        static let reads = partialSums + 8 * (block + 4)    // (block + 3) × 16: gathered in fours
-        static let writes = reads + 16 * (block + 4)        // block × 16
-        static let count = writes + 16 * block
+        // the lines' reads, (block + 3) × 16 (gathered in fours); later the
+        // damped reads by line, 16 × (block + 4)
+        static let reads = 8 * block + 8
+        static let writes = reads + 16 * (block + 4)        // the damped reads, (block + 3) × 16
+        static let count = writes + 16 * (block + 4)
     }
 
     /// Not on the render thread: allocates every buffer (about 0.5 MB at
@@ -688,7 +689,25 @@ public struct Reverb {
         // frames): nothing in it is recursive within a period, and every
         // step is an operation between whole vectors. Sum the output taps,
         // rotate the pairs, mix (Hadamard), add the input, write the lines.
+        // The transpose is a pass of its own, through memory: done inside
+        // the loop below, the compiler would redo it for every use of its
+        // results (it moves shuffles through arithmetic).
         let damped = UnsafeRawPointer(dampedBytes)
+        let byLine = UnsafeMutableRawPointer(reads)          // line i's frames at 4·(i·(block + 4) + n) bytes
+        let lineBytes = 4 &* (Self.controlInterval &+ 4)
+        var group = 0
+        while group < count {
+            for r in 0..<4 {
+                let t = Self.loadTransposed(damped, group &* 64 &+ 16 &* r)
+                let base = byLine + (4 &* r &* lineBytes &+ 4 &* group)
+                base.storeBytes(of: t.0, as: SIMD4<Float>.self)
+                base.storeBytes(of: t.1, toByteOffset: lineBytes, as: SIMD4<Float>.self)
+                base.storeBytes(of: t.2, toByteOffset: 2 &* lineBytes, as: SIMD4<Float>.self)
+                base.storeBytes(of: t.3, toByteOffset: 3 &* lineBytes, as: SIMD4<Float>.self)
+            }
+            group &+= 4
+        }
+        let ys = UnsafeRawPointer(byLine)
         let cosStart = rotationCosStart, cosStep = rotationCosStep
         let sinStart = rotationSinStart, sinStep = rotationSinStep
         let tapLeft = self.tapLeft, tapRight = self.tapRight, injection = self.injection
@@ -696,10 +715,23 @@ public struct Reverb {
         let target = lines + start
         var n = 0
         while n < count {
-            let (y0, y1, y2, y3) = Self.loadTransposed(damped, n &* 64)
-            let (y4, y5, y6, y7) = Self.loadTransposed(damped, n &* 64 &+ 16)
-            let (y8, y9, y10, y11) = Self.loadTransposed(damped, n &* 64 &+ 32)
-            let (y12, y13, y14, y15) = Self.loadTransposed(damped, n &* 64 &+ 48)
+            let at = 4 &* n
+            let y0 = ys.loadUnaligned(fromByteOffset: at, as: SIMD4<Float>.self)
+            let y1 = ys.loadUnaligned(fromByteOffset: at &+ lineBytes, as: SIMD4<Float>.self)
+            let y2 = ys.loadUnaligned(fromByteOffset: at &+ 2 &* lineBytes, as: SIMD4<Float>.self)
+            let y3 = ys.loadUnaligned(fromByteOffset: at &+ 3 &* lineBytes, as: SIMD4<Float>.self)
+            let y4 = ys.loadUnaligned(fromByteOffset: at &+ 4 &* lineBytes, as: SIMD4<Float>.self)
+            let y5 = ys.loadUnaligned(fromByteOffset: at &+ 5 &* lineBytes, as: SIMD4<Float>.self)
+            let y6 = ys.loadUnaligned(fromByteOffset: at &+ 6 &* lineBytes, as: SIMD4<Float>.self)
+            let y7 = ys.loadUnaligned(fromByteOffset: at &+ 7 &* lineBytes, as: SIMD4<Float>.self)
+            let y8 = ys.loadUnaligned(fromByteOffset: at &+ 8 &* lineBytes, as: SIMD4<Float>.self)
+            let y9 = ys.loadUnaligned(fromByteOffset: at &+ 9 &* lineBytes, as: SIMD4<Float>.self)
+            let y10 = ys.loadUnaligned(fromByteOffset: at &+ 10 &* lineBytes, as: SIMD4<Float>.self)
+            let y11 = ys.loadUnaligned(fromByteOffset: at &+ 11 &* lineBytes, as: SIMD4<Float>.self)
+            let y12 = ys.loadUnaligned(fromByteOffset: at &+ 12 &* lineBytes, as: SIMD4<Float>.self)
+            let y13 = ys.loadUnaligned(fromByteOffset: at &+ 13 &* lineBytes, as: SIMD4<Float>.self)
+            let y14 = ys.loadUnaligned(fromByteOffset: at &+ 14 &* lineBytes, as: SIMD4<Float>.self)
+            let y15 = ys.loadUnaligned(fromByteOffset: at &+ 15 &* lineBytes, as: SIMD4<Float>.self)
 
             let tl = tapLeft, tr = tapRight
             let left = (Self.taps(tl.lowHalf.lowHalf, y0, y1, y2, y3) + Self.taps(tl.lowHalf.highHalf, y4, y5, y6, y7))
