@@ -114,8 +114,8 @@ enum DSPMath {
 
     /// sin(2π·turns) for an LFO (control rate), |turns| < 2^53: reduced to a
     /// quarter period and a polynomial, within 1e-11 of libm's `sin` and
-    /// several times cheaper (the LFOs call it for every voice or line
-    /// pair every control period).
+    /// several times cheaper (the chorus calls it for every tap every
+    /// control period).
     @inline(__always) static func sine(turns: Double) -> Double {
         var x = turns - Double(Int64(turns))            // (-1, 1)
         if x > 0.5 { x -= 1 } else if x < -0.5 { x += 1 }

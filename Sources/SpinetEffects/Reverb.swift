@@ -222,11 +222,13 @@ public struct Reverb {
     // Per frame, cos and sin (scaled by 1/4, the Hadamard normalization)
     // step linearly from their values at the start of the control period
     // to those at its end.
-    private let lfoPhase: UnsafeMutablePointer<Double>            // 8, turns
-    private let lfoIncrement: UnsafeMutablePointer<Double>        // 8, turns per frame
-    private var rotationCosStart = SIMD8<Float>(), rotationSinStart = SIMD8<Float>()
-    private var rotationCosStep = SIMD8<Float>(), rotationSinStep = SIMD8<Float>()
-    private var rotationCosEnd = SIMD8<Float>(), rotationSinEnd = SIMD8<Float>()
+    // Each LFO is a phasor (cos, sin of its phase) turned by a fixed step
+    // every control period: no sine to evaluate.
+    private let lfo: UnsafeMutablePointer<Double>                 // 8 × (cos, sin, step cos, step sin)
+    // (Scalars in memory, not SIMD8 lanes: inserting lanes one by one
+    // stalled on store forwarding.)
+    private let rotation: UnsafeMutablePointer<Float>             // 8 each: cos, sin at the start; their steps; at the end
+    private static let cosStart = 0, sinStart = 8, cosStep = 16, sinStep = 24, cosEnd = 32, sinEnd = 40
 
     // early reflections
     private let reflectionGain: UnsafeMutablePointer<Float>       // 12
@@ -329,13 +331,13 @@ public struct Reverb {
         readDelay = DSPMath.allocateZeroed(n)
         readDelayEnd = DSPMath.allocateZeroed(n)
         readDelayStep = DSPMath.allocateZeroed(n)
-        lfoPhase = DSPMath.allocateZeroed(n / 2)
-        lfoIncrement = DSPMath.allocateZeroed(n / 2)
+        lfo = DSPMath.allocateZeroed(4 * (n / 2))
         reflectionGain = DSPMath.allocateZeroed(Self.reflectionMilliseconds.count)
         reflectionFrames = DSPMath.allocateZeroed(Self.reflectionMilliseconds.count)
         reflectionWhole = DSPMath.allocateZeroed(Self.reflectionMilliseconds.count)
         reflectionFraction = DSPMath.allocateZeroed(Self.reflectionMilliseconds.count)
         scratch = DSPMath.allocateZeroed(Scratch.count)
+        rotation = DSPMath.allocateZeroed(48)
 
         // Output taps: a sign pattern for the left and the same pattern with
         // half its signs flipped for the right. The two vectors are
@@ -359,8 +361,12 @@ public struct Reverb {
             // Different slow rates (0.3-1.1 Hz) and phases, spread by the
             // golden ratio so no two pairs move together.
             let spread = (Double(k) * 0.618_033_988_75).truncatingRemainder(dividingBy: 1)
-            lfoIncrement[k] = (0.3 + 0.8 * spread) / sampleRate
-            lfoPhase[k] = (Double(k) * 0.381_966_011_25).truncatingRemainder(dividingBy: 1)
+            let increment = (0.3 + 0.8 * spread) / sampleRate * Double(Self.controlInterval)    // turns per period
+            let phase = (Double(k) * 0.381_966_011_25).truncatingRemainder(dividingBy: 1)
+            lfo[4 * k] = cos(2 * Double.pi * phase)
+            lfo[4 * k + 1] = sin(2 * Double.pi * phase)
+            lfo[4 * k + 2] = cos(2 * Double.pi * increment)
+            lfo[4 * k + 3] = sin(2 * Double.pi * increment)
         }
         // Reflection gains fall by 1.5 dB per tap and have unit total power
         // per side (taps alternate between the same and the opposite input).
@@ -434,10 +440,10 @@ public struct Reverb {
     /// Frees the buffers. Call once, off the render thread.
     public mutating func deallocate() {
         lines.deallocate()
-        for p in [lineMilliseconds, baseLength, baseTarget, baseStep, lfoPhase, lfoIncrement] { p.deallocate() }
+        for p in [lineMilliseconds, baseLength, baseTarget, baseStep, lfo] { p.deallocate() }
         primes.deallocate(); lineLength.deallocate(); reflectionWhole.deallocate()
         for p in [readDelay, readDelayEnd, readDelayStep, reflectionGain, reflectionFrames, reflectionFraction,
-                  scratch, preDelayLeft, preDelayRight, diffuserStorage] {
+                  scratch, rotation, preDelayLeft, preDelayRight, diffuserStorage] {
             p.deallocate()
         }
         diffuserOffset.deallocate(); diffuserLength.deallocate(); diffuserIndex.deallocate()
@@ -708,8 +714,8 @@ public struct Reverb {
             group &+= 4
         }
         let ys = UnsafeRawPointer(byLine)
-        let cosStart = rotationCosStart, cosStep = rotationCosStep
-        let sinStart = rotationSinStart, sinStep = rotationSinStep
+        let cosStart = rotation + Self.cosStart, cosStep = rotation + Self.cosStep
+        let sinStart = rotation + Self.sinStart, sinStep = rotation + Self.sinStep
         let tapLeft = self.tapLeft, tapRight = self.tapRight, injection = self.injection
         let end = start &+ count
         let target = lines + start
@@ -944,24 +950,30 @@ public struct Reverb {
     /// unscaled Hadamard transform after them orthogonal).
     private mutating func setRotations(advancing frames: Int) {
         let depth = modulationDepth.current
-        var c = SIMD8<Float>(), s = SIMD8<Float>()
+        let r = rotation
+        let perFrame = 1 / Float(max(frames, 1))
         for k in 0..<(Self.lineCount / 2) {
-            var phase = lfoPhase[k] + lfoIncrement[k] * Double(frames)
-            if phase >= 1 { phase -= 1 }
-            lfoPhase[k] = phase
-            let rotation = DSPMath.sinCosOfSmallAngle(depth * DSPMath.sine(turns: phase))   // |angle| <= π/4
-            c[k] = Float(0.25 * rotation.cos)
-            s[k] = Float(0.25 * rotation.sin)
+            let l = lfo + 4 &* k
+            if frames > 0 {
+                // one period on (frames is always the control interval);
+                // the factor keeps |phasor| at 1 against rounding drift
+                let c = l[0] * l[2] - l[1] * l[3], s = l[1] * l[2] + l[0] * l[3]
+                let norm = 1.5 - 0.5 * (c * c + s * s)
+                l[0] = c * norm
+                l[1] = s * norm
+            }
+            let angle = DSPMath.sinCosOfSmallAngle(depth * l[1])   // |angle| <= π/4
+            let c = Float(0.25 * angle.cos), s = Float(0.25 * angle.sin)
+            // Frame n (0-based) of the period uses start + step · (n + 1);
+            // the start is exactly the previous period's end.
+            if frames == 0 { r[Self.cosEnd + k] = c; r[Self.sinEnd + k] = s }
+            r[Self.cosStart + k] = r[Self.cosEnd + k]
+            r[Self.sinStart + k] = r[Self.sinEnd + k]
+            r[Self.cosStep + k] = (c - r[Self.cosEnd + k]) * perFrame
+            r[Self.sinStep + k] = (s - r[Self.sinEnd + k]) * perFrame
+            r[Self.cosEnd + k] = c
+            r[Self.sinEnd + k] = s
         }
-        // Frame n (0-based) of the period uses start + step · (n + 1); the
-        // start is exactly the previous period's end.
-        if frames == 0 {
-            rotationCosEnd = c; rotationSinEnd = s
-        }
-        rotationCosStart = rotationCosEnd; rotationSinStart = rotationSinEnd
-        rotationCosStep = (c - rotationCosEnd) / Float(max(frames, 1))
-        rotationSinStep = (s - rotationSinEnd) / Float(max(frames, 1))
-        rotationCosEnd = c; rotationSinEnd = s
     }
 
     /// Per-line damping shelf for the current decay, damping and lengths.
