@@ -292,12 +292,15 @@ public struct Reverb {
     /// period with the 16 lines of a frame side by side.
     private enum Scratch {
         static let block = Reverb.controlInterval
-        static let fade = 0, inputLeft = block, inputRight = 2 * block
-        static let earlyLeft = 3 * block, earlyRight = 4 * block, diffusion = 5 * block
-        static let networkLeft = 6 * block, networkRight = 7 * block + 4    // block + 3 each: summed in fours
+        /// Per-frame signals, each with room for a vector past the block
+        /// (the vector loops work in fours).
+        static let row = block + 4
+        static let fade = 0, inputLeft = row, inputRight = 2 * row
+        static let earlyLeft = 3 * row, earlyRight = 4 * row, diffusion = 5 * row
+        static let networkLeft = 6 * row, networkRight = 7 * row
         // the lines' reads, (block + 3) × 16 (gathered in fours); later the
         // damped reads by line, 16 × (block + 4)
-        static let reads = 8 * block + 8
+        static let reads = 8 * row
         static let writes = reads + 16 * (block + 4)        // the damped reads, (block + 3) × 16
         static let count = writes + 16 * (block + 4)
     }
@@ -580,16 +583,21 @@ public struct Reverb {
                     let sum = side == 0 ? earlyL : earlyR
                     let same = side == 0 ? preDelayLeft : preDelayRight
                     let other = side == 0 ? preDelayRight : preDelayLeft
-                    for n in 0..<count { sum[n] = 0 }
+                    for n in 0..<(count + 3) & ~3 { sum[n] = 0 }
                     for t in 0..<taps {
                         let k = side &* taps &+ t
                         let source = t & 1 == 0 ? same : other
                         let older = source + ((preDelayIndex &- reflectionWhole[k] &- 1) & preMask)
                         let newer = older + 1
                         let gain = reflectionGain[k], frac = reflectionFraction[k]
-                        for n in 0..<count {
-                            let v0 = newer[n]
-                            sum[n] += gain * (v0 + frac * (older[n] - v0))
+                        var n = 0
+                        while n < count {                   // four frames at a time
+                            let v0 = UnsafeRawPointer(newer + n).loadUnaligned(as: SIMD4<Float>.self)
+                            let v1 = UnsafeRawPointer(older + n).loadUnaligned(as: SIMD4<Float>.self)
+                            let total = UnsafeMutableRawPointer(sum + n)
+                            total.storeBytes(of: total.loadUnaligned(as: SIMD4<Float>.self) + gain * (v0 + frac * (v1 - v0)),
+                                             as: SIMD4<Float>.self)
+                            n &+= 4
                         }
                     }
                 }
