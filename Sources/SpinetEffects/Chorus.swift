@@ -356,9 +356,10 @@ public struct Chorus {
     /// n sits n frames after `writeIndex`), times its gain, to `sumL` and
     /// `sumR` (and stores the plain reads in `feedL`, `feedR` if given).
     /// Four frames at a time: the delays, fractions and read positions as
-    /// vectors, each frame's four neighbours with one load, a 4×4 transpose
-    /// and the Hermite interpolation on vectors of four frames. Writes up to
-    /// three values past `count`.
+    /// vectors, the Hermite interpolation on vectors of four frames. Its four
+    /// rows of neighbours are four loads when the whole delay is the same for
+    /// the four frames (almost always), else each frame's neighbours in one
+    /// load and a 4×4 transpose. Writes up to three values past `count`.
     @inline(__always)
     private func readTaps(voice v: Int, offset: Int, count: Int,
                           sumL: UnsafeMutablePointer<Float>, sumR: UnsafeMutablePointer<Float>,
@@ -382,10 +383,22 @@ public struct Chorus {
                 let first = SIMD4<UInt32>(repeating: UInt32(truncatingIfNeeded: writeIndex &+ n &- 2)) &+ SIMD4(0, 1, 2, 3)
                 let index = (first &- unsafeBitCast(whole, to: SIMD4<UInt32>.self)) & UInt32(truncatingIfNeeded: mask)
                 let p = UnsafeRawPointer(buffer)
-                let rows = Self.transpose(p.loadUnaligned(fromByteOffset: Int(index[0]) &* 4, as: SIMD4<Float>.self),
+                let i0 = Int(index[0]), i3 = Int(index[3])
+                let rows: (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>)
+                if i3 == i0 &+ 3 {
+                    // The usual case: the same whole delay for all four
+                    // frames (the delay moves far less than a frame per
+                    // frame), so row j is simply the four values from i0 + j.
+                    rows = (p.loadUnaligned(fromByteOffset: i0 &* 4, as: SIMD4<Float>.self),
+                            p.loadUnaligned(fromByteOffset: i0 &* 4 &+ 4, as: SIMD4<Float>.self),
+                            p.loadUnaligned(fromByteOffset: i0 &* 4 &+ 8, as: SIMD4<Float>.self),
+                            p.loadUnaligned(fromByteOffset: i0 &* 4 &+ 12, as: SIMD4<Float>.self))
+                } else {
+                    rows = Self.transpose(p.loadUnaligned(fromByteOffset: i0 &* 4, as: SIMD4<Float>.self),
                                           p.loadUnaligned(fromByteOffset: Int(index[1]) &* 4, as: SIMD4<Float>.self),
                                           p.loadUnaligned(fromByteOffset: Int(index[2]) &* 4, as: SIMD4<Float>.self),
-                                          p.loadUnaligned(fromByteOffset: Int(index[3]) &* 4, as: SIMD4<Float>.self))
+                                          p.loadUnaligned(fromByteOffset: i3 &* 4, as: SIMD4<Float>.self))
+                }
                 // Rows: the samples at whole delay + 2, + 1, + 0, - 1. The
                 // Hermite interpolation as weights on them (the polynomial
                 // of DSPMath.hermite regrouped by sample), so that each row
