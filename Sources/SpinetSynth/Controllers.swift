@@ -18,6 +18,12 @@ extension OscillatorSynth {
         case MIDIController.pan:
             channels[c].pan = value
             refreshGain(channel: c)
+        case MIDIController.reverbSend:
+            channels[c].reverbSend = unit
+        case MIDIController.chorusSend:
+            channels[c].chorusSend = unit
+        case MIDIController.delaySend:
+            channels[c].delaySend = unit
         case MIDIController.portamento:
             channels[c].portamento = value >= 64
         case MIDIController.sustain:
@@ -168,7 +174,9 @@ extension OscillatorSynth {
     }
 
     /// Reset All Controllers (RP-015): mod wheel, bend, expression, pedals,
-    /// pressures and the RPN selection; volume, pan, program and CC 74 stay.
+    /// pressures and the RPN selection; volume, pan, program, CC 74 and the
+    /// effect sends (CC 91/93/94, which RP-015 leaves alone and the SoundFont
+    /// unit keeps too, so both units stay in the same space) stay.
     /// Portamento returns to on (the preset's glide applies).
     func resetControllers(channel c: Int) {
         channels[c].modulation = 0
@@ -190,8 +198,8 @@ extension OscillatorSynth {
     }
 
     /// System Reset / GM On: all voices fade out, every channel returns to
-    /// its power-on state (its `setPreset` preset, default controllers,
-    /// bend range 2), MPE zones return to the `mpe` given at init.
+    /// its power-on state (its `setPreset` preset, default controllers and
+    /// effect sends, bend range 2), MPE zones return to the `mpe` given at init.
     func resetAllChannels() {
         for v in 0..<slotCount where voices[v].state != .free { fadeOut(v) }
         for c in 0..<channelCount {

@@ -82,6 +82,17 @@ public struct MPEZone: Sendable, Equatable {
 /// law, 0 or 1 = hard left, 64 = centre, 127 = hard right) are applied per
 /// channel in this unit.
 ///
+/// Effect sends: `render(_:frames:)` also writes the reverb, chorus and
+/// delay sends that feed Spinet's shared effects: each voice's panned
+/// output (after volume, expression and pan, like the dry sound) times its
+/// channel's CC 91 (reverb), CC 93 (chorus) and CC 94 (delay) level,
+/// value/127 as in the SoundFont unit, smoothed like the other controllers.
+/// Defaults are the SoundFont unit's (reverb 40, chorus 0, delay 0), so
+/// synth and SoundFont channels sit in the same space; System Reset and
+/// GM/GS reset restore them, Reset All Controllers keeps them (RP-015).
+/// Groups whose sounding voices all have zero sends skip the send work.
+/// `render(left:right:frames:)` writes the same dry sound and no sends.
+///
 /// Other controllers: pitch bend with the RPN 0 range (default 2 semitones,
 /// MSB semitones + LSB cents; 8191 above centre bends by exactly the range),
 /// mod wheel (CC 1) for vibrato, CC 74 (brightness: ±36 semitones of cutoff
@@ -97,7 +108,7 @@ public struct MPEZone: Sendable, Equatable {
 /// MPE: see `MPEZone`. Member channels carry per-note pitch bend (default
 /// range 48 semitones), channel pressure and CC 74; the manager channel's
 /// bend is added to every note of the zone, and its program, pedals, volume,
-/// pan and mod wheel apply to the whole zone.
+/// pan, mod wheel and effect sends apply to the whole zone.
 ///
 /// Threads: `init`, `setPreset` and `prepare` on a control thread before
 /// rendering; the `InstrumentUnit` render-thread methods after that.
@@ -133,6 +144,12 @@ public final class OscillatorSynth: InstrumentUnit {
     static let softPedalCutoff: Float = 5                 // semitones
     static let timbreRange: Float = 36                    // CC 74 semitones at 0 / 127
     static let maximumPolyphony = 4096
+    /// Send levels of a channel that never sent CC 91, CC 93 or CC 94 (and
+    /// after System Reset or GM/GS reset): the SoundFont unit's defaults
+    /// (GM2 reverb 40, chorus 0; delay 0), so both units share one space.
+    static let defaultReverbSend: Float = 40 / 127
+    static let defaultChorusSend: Float = 0
+    static let defaultDelaySend: Float = 0
 
     // Prepared state (allocated in prepare, read and written on the render thread).
     public private(set) var sampleRate: Double = 0
@@ -155,6 +172,16 @@ public final class OscillatorSynth: InstrumentUnit {
     var mixBuffer: UnsafeMutablePointer<Lanes>
     /// One control block of oscillator output, between the two sample loops.
     let oscillatorScratch: UnsafeMutablePointer<Lanes>
+    /// One control block of panned lane outputs (interleaved left/right),
+    /// kept by the filter loop for the effect sends.
+    let sendStash: UnsafeMutablePointer<Lanes>
+    /// Interleaved left/right lane sums of the reverb, chorus and delay
+    /// sends for one block, `2 * maxFrames` each.
+    var sendMix: UnsafeMutablePointer<Lanes>
+    /// Per render block, a bit per send (1 reverb, 2 chorus, 4 delay) that
+    /// some group fed, so its lane sums are cleared and summed; the others
+    /// are written as silence without touching `sendMix`.
+    var sendsTouched: UInt8 = 0
     /// Smoothing factor for a control block of n samples, n = 0...16.
     var smoothing: UnsafeMutablePointer<Float>
     var slotCount = 0
@@ -199,6 +226,9 @@ public final class OscillatorSynth: InstrumentUnit {
         keyVoice = .allocate(capacity: 1)
         channelDefaults = .allocate(capacity: 1)
         mixBuffer = .allocate(capacity: 1)
+        sendMix = .allocate(capacity: 1)
+        sendStash = .allocate(capacity: 2 * Self.controlBlock)
+        sendStash.initialize(repeating: Lanes(), count: 2 * Self.controlBlock)
         smoothing = .allocate(capacity: Self.controlBlock + 1)
         smoothing.initialize(repeating: 1, count: Self.controlBlock + 1)
         oscillatorScratch = .allocate(capacity: Self.controlBlock)
@@ -214,6 +244,7 @@ public final class OscillatorSynth: InstrumentUnit {
         programToPatch.deallocate()
         smoothing.deallocate()
         oscillatorScratch.deallocate()
+        sendStash.deallocate()
     }
 
     private func freeBuffers() {
@@ -225,6 +256,7 @@ public final class OscillatorSynth: InstrumentUnit {
         keyVoice.deallocate()
         channelDefaults.deallocate()
         mixBuffer.deallocate()
+        sendMix.deallocate()
         lowerZoneMembers.deallocate()
         upperZoneMembers.deallocate()
     }
@@ -297,6 +329,8 @@ public final class OscillatorSynth: InstrumentUnit {
         for c in 0..<channelCount { (channelDefaults + c).initialize(to: channelPresets[c] ?? defaultPatch) }
         mixBuffer = .allocate(capacity: 2 * maxFrames)
         mixBuffer.initialize(repeating: Lanes(), count: 2 * maxFrames)
+        sendMix = .allocate(capacity: 3 * 2 * maxFrames)
+        sendMix.initialize(repeating: Lanes(), count: 3 * 2 * maxFrames)
         let ports = (channelCount + 15) / 16
         lowerZoneMembers = .allocate(capacity: ports)
         lowerZoneMembers.initialize(repeating: 0, count: ports)
@@ -372,7 +406,8 @@ public final class OscillatorSynth: InstrumentUnit {
     }
 
     /// Render thread only. Writes `frames` frames (any count, including 0 and
-    /// more than `maxFrames`).
+    /// more than `maxFrames`) of dry sound; no effect sends are computed.
+    /// The same dry sound as `render(_:frames:)`, sample for sample.
     public func render(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
         guard frames > 0 else { return }
         guard prepared else {
@@ -383,26 +418,82 @@ public final class OscillatorSynth: InstrumentUnit {
         var done = 0
         while done < frames {
             let n = min(frames - done, maxFrames)
-            renderBlock(left: left + done, right: right + done, frames: n)
+            renderBlock(left: left + done, right: right + done, sends: nil, frames: n)
             done += n
         }
     }
 
-    private func renderBlock(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
+    /// Render thread only. Writes `frames` frames of dry sound and of the
+    /// reverb, chorus and delay sends: each voice's panned output times its
+    /// channel's CC 91, CC 93 and CC 94 level (value/127, smoothed), so the
+    /// engine's shared effects treat synth channels like SoundFont channels.
+    public func render(_ output: UnitOutput, frames: Int) {
+        guard frames > 0 else { return }
+        guard prepared else {
+            Self.silence(output, frames: frames)
+            return
+        }
+        var done = 0
+        while done < frames {
+            let n = min(frames - done, maxFrames)
+            let o = output.advanced(by: done)
+            renderBlock(left: o.left, right: o.right, sends: o, frames: n)
+            done += n
+        }
+    }
+
+    private static func silence(_ o: UnitOutput, frames: Int) {
+        o.left.update(repeating: 0, count: frames)
+        o.right.update(repeating: 0, count: frames)
+        o.reverbLeft.update(repeating: 0, count: frames)
+        o.reverbRight.update(repeating: 0, count: frames)
+        o.chorusLeft.update(repeating: 0, count: frames)
+        o.chorusRight.update(repeating: 0, count: frames)
+        o.delayLeft.update(repeating: 0, count: frames)
+        o.delayRight.update(repeating: 0, count: frames)
+    }
+
+    /// One block of at most `maxFrames`; `sends` (its send pointers) nil for dry only.
+    private func renderBlock(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
+                             sends: UnitOutput?, frames: Int) {
         if soundingCount == 0 {
-            left.update(repeating: 0, count: frames)
-            right.update(repeating: 0, count: frames)
+            if let sends {
+                Self.silence(sends, frames: frames)
+            } else {
+                left.update(repeating: 0, count: frames)
+                right.update(repeating: 0, count: frames)
+            }
             return
         }
         let mix = mixBuffer
         mix.update(repeating: Lanes(), count: 2 * frames)
+        sendsTouched = 0
+        let sendLanes = sends == nil ? nil : sendMix
         for g in 0..<groupCount where groupLanes[g] != 0 {
-            renderGroup(g, frames: frames, into: mix)
+            renderGroup(g, frames: frames, into: mix, sends: sendLanes)
             renderedGroupBlocks &+= 1
         }
+        Self.sum(mix, into: left, right, frames: frames)
+        if let sends {
+            let stride = 2 * maxFrames
+            Self.sum(sendsTouched & 1 != 0 ? sendMix : nil, into: sends.reverbLeft, sends.reverbRight, frames: frames)
+            Self.sum(sendsTouched & 2 != 0 ? sendMix + stride : nil, into: sends.chorusLeft, sends.chorusRight, frames: frames)
+            Self.sum(sendsTouched & 4 != 0 ? sendMix + 2 * stride : nil, into: sends.delayLeft, sends.delayRight, frames: frames)
+        }
+    }
+
+    /// Writes the lane sums of interleaved left/right `lanes` (nil: silence).
+    @inline(__always)
+    private static func sum(_ lanes: UnsafeMutablePointer<Lanes>?, into left: UnsafeMutablePointer<Float>,
+                            _ right: UnsafeMutablePointer<Float>, frames: Int) {
+        guard let lanes else {
+            left.update(repeating: 0, count: frames)
+            right.update(repeating: 0, count: frames)
+            return
+        }
         for i in 0..<frames {
-            left[i] = mix[2 * i].sum()
-            right[i] = mix[2 * i + 1].sum()
+            left[i] = lanes[2 * i].sum()
+            right[i] = lanes[2 * i + 1].sum()
         }
     }
 }

@@ -133,6 +133,11 @@ extension OscillatorSynth {
         g.velocityGain[l] = velocityGain
         g.weightLeft[l] = 0
         g.weightRight[l] = 0
+        // A new voice starts at its channel's send levels (no ramp from the
+        // lane's previous voice).
+        g.reverbSend[l] = channel.pointee.reverbSend
+        g.chorusSend[l] = channel.pointee.chorusSend
+        g.delaySend[l] = channel.pointee.delaySend
         g.lastModulation[l] = 0
         g.fresh[l] = 1
         g.channel[l] = Int32(c)
@@ -251,6 +256,9 @@ extension OscillatorSynth {
         g.weightRight[l] = 0
         g.gainLeft[l] = 0
         g.gainRight[l] = 0
+        g.reverbSend[l] = 0
+        g.chorusSend[l] = 0
+        g.delaySend[l] = 0
         g.filterState1[l] = 0
         g.filterState2[l] = 0
         g.increment1[l] = 0

@@ -13,10 +13,19 @@
 // read it. Two short loops keep their values in registers, and the
 // oscillator loop, free of loop-carried dependencies, runs at full width
 // while the filter's recursion waits on its own chain.
+//
+// Effect sends: when the caller wants them (`render(_ output:frames:)`) and
+// a block has a sounding lane with a nonzero send level, the filter loop
+// also keeps each lane's panned output in a stash, and one short loop per
+// such send adds stash x send level (ramped across the block) into that
+// send's lane sums. Blocks whose sounding lanes all have zero sends run the
+// plain filter loop, so a dry synth costs what it did without sends.
 extension OscillatorSynth {
     /// Render thread only. Adds `frames` frames of group `gi` into `mix`
-    /// (interleaved left/right lane sums).
-    func renderGroup(_ gi: Int, frames: Int, into mix: UnsafeMutablePointer<Lanes>) {
+    /// (interleaved left/right lane sums) and, when `sends` is given, its
+    /// effect sends into `sends` (reverb, chorus, delay: each interleaved
+    /// left/right lane sums, `2 * maxFrames` apart; see `sendsTouched`).
+    func renderGroup(_ gi: Int, frames: Int, into mix: UnsafeMutablePointer<Lanes>, sends: UnsafeMutablePointer<Lanes>?) {
         let g = groups + gi
         let tables = self.tables
         let channels = UnsafePointer(self.channels)
@@ -24,11 +33,42 @@ extension OscillatorSynth {
         var done = 0
         while done < frames {
             let n = frames - done < Self.controlBlock ? frames - done : Self.controlBlock
+            let reverbFrom = g.pointee.reverbSend, chorusFrom = g.pointee.chorusSend, delayFrom = g.pointee.delaySend
             let modulation = Self.advanceControls(g, channels: channels, smoothing: smoothing[n], frames: n)
             var oscillators = Self.planOscillators(g, tables: tables, semitones: modulation.semitones, frames: n)
             var filter = Self.planFilter(g, tables: tables, lfo: modulation.lfo, frames: n)
             oscillators.render(table: tables.storage, into: scratch, frames: n)
-            filter.render(input: scratch, output: mix + 2 * done, frames: n)
+            var active: UInt8 = 0
+            if sends != nil {
+                // Lanes that sound in this block (free and finished lanes have zero weights).
+                let audible = (filter.left .!= 0) .| (filter.right .!= 0) .| (g.pointee.weightLeft .!= 0) .| (g.pointee.weightRight .!= 0)
+                if any(audible .& ((reverbFrom .!= 0) .| (g.pointee.reverbSend .!= 0))) { active |= 1 }
+                if any(audible .& ((chorusFrom .!= 0) .| (g.pointee.chorusSend .!= 0))) { active |= 2 }
+                if any(audible .& ((delayFrom .!= 0) .| (g.pointee.delaySend .!= 0))) { active |= 4 }
+            }
+            if active == 0 {
+                filter.render(input: scratch, output: mix + 2 * done, frames: n)
+            } else {
+                let stash = sendStash
+                filter.render(input: scratch, output: mix + 2 * done, stash: stash, frames: n)
+                let sendBase = sends.unsafelyUnwrapped
+                let stride = 2 * maxFrames
+                if active & 1 != 0 {
+                    let to = g.pointee.reverbSend
+                    claimSend(0, base: sendBase, frames: frames)
+                    Self.addSend(stash, from: reverbFrom, step: (to - reverbFrom) * (1 / Float(n)), into: sendBase + 2 * done, frames: n)
+                }
+                if active & 2 != 0 {
+                    let to = g.pointee.chorusSend
+                    claimSend(1, base: sendBase, frames: frames)
+                    Self.addSend(stash, from: chorusFrom, step: (to - chorusFrom) * (1 / Float(n)), into: sendBase + stride + 2 * done, frames: n)
+                }
+                if active & 4 != 0 {
+                    let to = g.pointee.delaySend
+                    claimSend(2, base: sendBase, frames: frames)
+                    Self.addSend(stash, from: delayFrom, step: (to - delayFrom) * (1 / Float(n)), into: sendBase + 2 * stride + 2 * done, frames: n)
+                }
+            }
             Self.finishBlock(g, oscillators: oscillators, filter: filter)
             done += n
             if any(filter.ampReached .| filter.filterReached) {
@@ -67,6 +107,12 @@ extension OscillatorSynth {
         let leftTarget = channelLeft * velocity, rightTarget = channelRight * velocity
         g.pointee.gainLeft = smooth(g.pointee.gainLeft, toward: leftTarget, k4, snap: 1e-7).replacing(with: leftTarget, where: fresh)
         g.pointee.gainRight = smooth(g.pointee.gainRight, toward: rightTarget, k4, snap: 1e-7).replacing(with: rightTarget, where: fresh)
+        let reverbTarget = Lanes(ctl0.pointee.reverbSend, ctl1.pointee.reverbSend, ctl2.pointee.reverbSend, ctl3.pointee.reverbSend)
+        let chorusTarget = Lanes(ctl0.pointee.chorusSend, ctl1.pointee.chorusSend, ctl2.pointee.chorusSend, ctl3.pointee.chorusSend)
+        let delayTarget = Lanes(ctl0.pointee.delaySend, ctl1.pointee.delaySend, ctl2.pointee.delaySend, ctl3.pointee.delaySend)
+        g.pointee.reverbSend = smooth(g.pointee.reverbSend, toward: reverbTarget, k4, snap: 1e-6).replacing(with: reverbTarget, where: fresh)
+        g.pointee.chorusSend = smooth(g.pointee.chorusSend, toward: chorusTarget, k4, snap: 1e-6).replacing(with: chorusTarget, where: fresh)
+        g.pointee.delaySend = smooth(g.pointee.delaySend, toward: delayTarget, k4, snap: 1e-6).replacing(with: delayTarget, where: fresh)
 
         var lfoPhase = g.pointee.lfoPhase + g.pointee.lfoRate * nF
         lfoPhase = lfoPhase.replacing(with: lfoPhase - 1, where: lfoPhase .>= 1)
@@ -163,6 +209,29 @@ extension OscillatorSynth {
         let s1 = filter.state1, s2 = filter.state2
         g.pointee.filterState1 = s1.replacing(with: 0, where: s1.absolute .< 1e-20)
         g.pointee.filterState2 = s2.replacing(with: 0, where: s2.absolute .< 1e-20)
+    }
+
+    /// Clears send `index`'s lane sums for the whole render block the first
+    /// time a group adds to it, so sends nobody feeds are never touched.
+    @inline(__always)
+    func claimSend(_ index: Int, base: UnsafeMutablePointer<Lanes>, frames: Int) {
+        let bit = UInt8(1) << UInt8(index)
+        if sendsTouched & bit != 0 { return }
+        sendsTouched |= bit
+        (base + index * 2 * maxFrames).update(repeating: Lanes(), count: 2 * frames)
+    }
+
+    /// Render thread. Adds one send: the stashed panned lane outputs times
+    /// the send level, ramped linearly like the output weights.
+    @inline(never)
+    static func addSend(_ stash: UnsafePointer<Lanes>, from start: Lanes, step: Lanes,
+                        into output: UnsafeMutablePointer<Lanes>, frames: Int) {
+        var level = start
+        for i in 0..<frames {
+            level += step
+            output[2 * i] += stash[2 * i] * level
+            output[2 * i + 1] += stash[2 * i + 1] * level
+        }
     }
 
     /// One step of a one-pole smoother, landing exactly on the target once
@@ -265,6 +334,22 @@ struct FilterBlock {
     /// Render thread. Adds `frames` frames into the interleaved left/right lane sums.
     @inline(never)
     mutating func render(input: UnsafePointer<Lanes>, output: UnsafeMutablePointer<Lanes>, frames: Int) {
+        run(input: input, output: output, stash: nil, frames: frames)
+    }
+
+    /// Render thread. The same, and also writes each lane's panned output
+    /// (what it adds to `output`) to `stash`, for the effect sends.
+    @inline(never)
+    mutating func render(input: UnsafePointer<Lanes>, output: UnsafeMutablePointer<Lanes>,
+                         stash: UnsafeMutablePointer<Lanes>, frames: Int) {
+        run(input: input, output: output, stash: stash, frames: frames)
+    }
+
+    /// The loop of both `render`s; inlined into each, so the dry one has no
+    /// stash test left in it.
+    @inline(__always)
+    private mutating func run(input: UnsafePointer<Lanes>, output: UnsafeMutablePointer<Lanes>,
+                              stash: UnsafeMutablePointer<Lanes>?, frames: Int) {
         var s1 = state1, s2 = state2
         var m11 = m11, m12 = m12, m21 = m21, m22 = m22
         var left = left, right = right
@@ -282,8 +367,13 @@ struct FilterBlock {
             s2 = next2
             left += leftStep
             right += rightStep
-            output[2 * i] += low2 * left
-            output[2 * i + 1] += low2 * right
+            let outLeft = low2 * left, outRight = low2 * right
+            output[2 * i] += outLeft
+            output[2 * i + 1] += outRight
+            if let stash {
+                stash[2 * i] = outLeft
+                stash[2 * i + 1] = outRight
+            }
         }
         state1 = s1
         state2 = s2

@@ -114,6 +114,14 @@ struct ChannelState {
     var pan: UInt8 = 64
     var gainLeft: Float = 0
     var gainRight: Float = 0
+    /// Effect send levels, 0...1 (CC 91 reverb, CC 93 chorus, CC 94 delay,
+    /// value/127): the share of the channel's panned output that goes to
+    /// Spinet's shared reverb, chorus and delay. The defaults are the ones
+    /// the SoundFont unit assumes (GM2: reverb 40, chorus 0; delay 0), so a
+    /// synth channel and a SoundFont channel sit in the same space.
+    var reverbSend: Float = OscillatorSynth.defaultReverbSend
+    var chorusSend: Float = OscillatorSynth.defaultChorusSend
+    var delaySend: Float = OscillatorSynth.defaultDelaySend
     var sustain = false
     var sostenuto = false
     var soft = false
@@ -270,6 +278,10 @@ struct VoiceGroup {
     var vibratoAmount = Lanes()
     var gainLeft = Lanes()
     var gainRight = Lanes()
+    /// Effect send levels (of the control channel), smoothed like the gains.
+    var reverbSend = Lanes()
+    var chorusSend = Lanes()
+    var delaySend = Lanes()
     var velocityGain = Lanes()
     /// Output weights (amplitude envelope x gains, halved for the filter's
     /// (s2 + s2') output) at the last control point.
