@@ -60,7 +60,7 @@ struct EngineIntegrationTests {
     }
 
     /// A busy second of MIDI at `start`: notes (enough to steal), note-offs,
-    /// bends, program changes, controllers and pedals, pressure, RPN 0 and
+    /// bends, program changes, controllers (effect sends too) and pedals, pressure, RPN 0 and
     /// the MPE configuration RPN, all-notes/sound-off, reset all
     /// controllers, System Reset and a GM System On SysEx.
     static func busySecond(into queue: EventQueue, start: Int64) {
@@ -75,7 +75,7 @@ struct EngineIntegrationTests {
             case 4, 5: message = .noteOff(channel: channel, key: key, velocity: 0)
             case 6: message = .pitchBend(channel: channel, value: UInt16(rng.next() % 16384))
             case 7: message = .programChange(channel: channel, program: UInt8(rng.next() % 14))
-            case 8: message = .controlChange(channel: channel, controller: [1, 7, 10, 11, 74, 64, 66, 67, 65][Int(rng.next() % 9)], value: UInt8(rng.next() % 128))
+            case 8: message = .controlChange(channel: channel, controller: [1, 7, 10, 11, 74, 64, 66, 67, 65, 91, 93, 94][Int(rng.next() % 12)], value: UInt8(rng.next() % 128))
             case 9: message = .channelPressure(channel: channel, pressure: UInt8(rng.next() % 128))
             case 10: message = .polyPressure(channel: channel, key: key, pressure: UInt8(rng.next() % 128))
             case 11: message = .controlChange(channel: channel, controller: [100, 101, 6, 38][Int(rng.next() % 4)], value: UInt8(rng.next() % 16))
