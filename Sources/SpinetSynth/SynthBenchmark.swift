@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SpinetEngine
 import SpinetMIDI
 
 /// How many voices one core renders in real time. Not a test: call it from
@@ -31,6 +32,15 @@ public enum SynthBenchmark {
     }
 
     public static func voicesPerCore(sampleRate: Double, seconds: Double, voices: Int) -> (voicesPerCore: Double, nsPerVoiceSample: Double) {
+        voicesPerCore(sampleRate: sampleRate, seconds: seconds, voices: voices, sends: nil)
+    }
+
+    /// The same, rendered the way the engine renders (dry sound and effect
+    /// sends, `render(_:frames:)`) with every channel's CC 91, CC 93 and
+    /// CC 94 set to `sends`; nil renders dry only (`render(left:right:frames:)`).
+    /// Sends (0, 0, 0) measure the cost of a dry synth inside the engine.
+    public static func voicesPerCore(sampleRate: Double, seconds: Double, voices: Int,
+                                     sends: (reverb: UInt8, chorus: UInt8, delay: UInt8)?) -> (voicesPerCore: Double, nsPerVoiceSample: Double) {
         let bank: PresetBank
         do {
             bank = try PresetBank(presets: [workload])
@@ -42,25 +52,40 @@ public enum SynthBenchmark {
         synth.prepare(sampleRate: sampleRate, maxFrames: block, channels: 16)
         for c in 0..<16 {
             synth.receive(.controlChange(channel: UInt8(c), controller: MIDIController.modulation, value: 64))
+            if let sends {
+                synth.receive(.controlChange(channel: UInt8(c), controller: MIDIController.reverbSend, value: sends.reverb))
+                synth.receive(.controlChange(channel: UInt8(c), controller: MIDIController.chorusSend, value: sends.chorus))
+                synth.receive(.controlChange(channel: UInt8(c), controller: MIDIController.delaySend, value: sends.delay))
+            }
         }
         for v in 0..<voices {
             let channel = UInt8(v % 16)
             let key = UInt8(24 + (v / 16) % 80)
             synth.receive(.noteOn(channel: channel, key: key, velocity: UInt8(60 + v % 60)))
         }
-        let left = UnsafeMutablePointer<Float>.allocate(capacity: block)
-        let right = UnsafeMutablePointer<Float>.allocate(capacity: block)
-        defer {
-            left.deallocate()
-            right.deallocate()
+        let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 8 * block)
+        buffers.initialize(repeating: 0, count: 8 * block)
+        defer { buffers.deallocate() }
+        let left = buffers, right = buffers + block
+        let output = UnitOutput(left: left, right: right,
+                                reverbLeft: buffers + 2 * block, reverbRight: buffers + 3 * block,
+                                chorusLeft: buffers + 4 * block, chorusRight: buffers + 5 * block,
+                                delayLeft: buffers + 6 * block, delayRight: buffers + 7 * block)
+        let withSends = sends != nil
+        func renderOnce() {
+            if withSends {
+                synth.render(output, frames: block)
+            } else {
+                synth.render(left: left, right: right, frames: block)
+            }
         }
         // Warm up (tables, caches), then time.
-        for _ in 0..<20 { synth.render(left: left, right: right, frames: block) }
+        for _ in 0..<20 { renderOnce() }
         let blocks = max(1, Int(seconds * sampleRate) / block)
         // Thread CPU time, not wall time: on a shared machine the thread may
         // be descheduled, which says nothing about the synth's cost.
         let start = threadCPUNanoseconds()
-        for _ in 0..<blocks { synth.render(left: left, right: right, frames: block) }
+        for _ in 0..<blocks { renderOnce() }
         let ns = Double(threadCPUNanoseconds() - start)
         let voiceSamples = Double(blocks * block) * Double(synth.activeVoices)
         let perVoiceSample = ns / max(voiceSamples, 1)
