@@ -20,10 +20,13 @@ extension OscillatorSynth {
             refreshGain(channel: c)
         case MIDIController.reverbSend:
             channels[c].reverbSend = unit
+            refreshSends(control: c)
         case MIDIController.chorusSend:
             channels[c].chorusSend = unit
+            refreshSends(control: c)
         case MIDIController.delaySend:
             channels[c].delaySend = unit
+            refreshSends(control: c)
         case MIDIController.portamento:
             channels[c].portamento = value >= 64
         case MIDIController.sustain:
@@ -162,6 +165,22 @@ extension OscillatorSynth {
         }
     }
 
+    /// Points the send targets of the voices whose control channel is
+    /// `control` (or of every voice, for -1) at that channel's send levels;
+    /// the renderer ramps toward them.
+    func refreshSends(control: Int) {
+        for v in 0..<slotCount where voices[v].state != .free {
+            let c = Int(voices[v].controlChannel)
+            if control >= 0 && c != control { continue }
+            let gi = v / laneCount, l = v % laneCount
+            let reverb = channels[c].reverbSend, chorus = channels[c].chorusSend, delay = channels[c].delaySend
+            groups[gi].reverbTarget[l] = reverb
+            groups[gi].chorusTarget[l] = chorus
+            groups[gi].delayTarget[l] = delay
+            if reverb != 0 || chorus != 0 || delay != 0 { groups[gi].sendsLive = true }
+        }
+    }
+
     /// Volume and expression (GM curve (v/127)^2) and constant-power pan.
     func refreshGain(channel c: Int) {
         let volume = Float(channels[c].volume) / 127
@@ -207,6 +226,7 @@ extension OscillatorSynth {
             channels[c].patch = channelDefaults[c]
             refreshGain(channel: c)
         }
+        refreshSends(control: -1)
         let ports = (channelCount + 15) / 16
         for p in 0..<ports {
             lowerZoneMembers[p] = 0

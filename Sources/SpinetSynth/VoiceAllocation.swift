@@ -135,9 +135,14 @@ extension OscillatorSynth {
         g.weightRight[l] = 0
         // A new voice starts at its channel's send levels (no ramp from the
         // lane's previous voice).
-        g.reverbSend[l] = channel.pointee.reverbSend
-        g.chorusSend[l] = channel.pointee.chorusSend
-        g.delaySend[l] = channel.pointee.delaySend
+        let reverb = channel.pointee.reverbSend, chorus = channel.pointee.chorusSend, delay = channel.pointee.delaySend
+        g.reverbSend[l] = reverb
+        g.chorusSend[l] = chorus
+        g.delaySend[l] = delay
+        g.reverbTarget[l] = reverb
+        g.chorusTarget[l] = chorus
+        g.delayTarget[l] = delay
+        if reverb != 0 || chorus != 0 || delay != 0 { g.sendsLive = true }
         g.lastModulation[l] = 0
         g.fresh[l] = 1
         g.channel[l] = Int32(c)
@@ -259,6 +264,9 @@ extension OscillatorSynth {
         g.reverbSend[l] = 0
         g.chorusSend[l] = 0
         g.delaySend[l] = 0
+        g.reverbTarget[l] = 0
+        g.chorusTarget[l] = 0
+        g.delayTarget[l] = 0
         g.filterState1[l] = 0
         g.filterState2[l] = 0
         g.increment1[l] = 0

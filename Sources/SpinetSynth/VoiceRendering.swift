@@ -19,7 +19,10 @@
 // also keeps each lane's panned output in a stash, and one short loop per
 // such send adds stash x send level (ramped across the block) into that
 // send's lane sums. Blocks whose sounding lanes all have zero sends run the
-// plain filter loop, so a dry synth costs what it did without sends.
+// plain filter loop, and a group whose send levels and targets are all zero
+// (`sendsLive` false) does not even look, so a dry synth costs what it did
+// without sends. Targets are copied into the lanes by the (rare) messages
+// that change them, so the renderer reads no channel state for sends.
 extension OscillatorSynth {
     /// Render thread only. Adds `frames` frames of group `gi` into `mix`
     /// (interleaved left/right lane sums) and, when `sends` is given, its
@@ -33,41 +36,16 @@ extension OscillatorSynth {
         var done = 0
         while done < frames {
             let n = frames - done < Self.controlBlock ? frames - done : Self.controlBlock
-            let reverbFrom = g.pointee.reverbSend, chorusFrom = g.pointee.chorusSend, delayFrom = g.pointee.delaySend
             let modulation = Self.advanceControls(g, channels: channels, smoothing: smoothing[n], frames: n)
             var oscillators = Self.planOscillators(g, tables: tables, semitones: modulation.semitones, frames: n)
             var filter = Self.planFilter(g, tables: tables, lfo: modulation.lfo, frames: n)
             oscillators.render(table: tables.storage, into: scratch, frames: n)
-            var active: UInt8 = 0
-            if sends != nil {
-                // Lanes that sound in this block (free and finished lanes have zero weights).
-                let audible = (filter.left .!= 0) .| (filter.right .!= 0) .| (g.pointee.weightLeft .!= 0) .| (g.pointee.weightRight .!= 0)
-                if any(audible .& ((reverbFrom .!= 0) .| (g.pointee.reverbSend .!= 0))) { active |= 1 }
-                if any(audible .& ((chorusFrom .!= 0) .| (g.pointee.chorusSend .!= 0))) { active |= 2 }
-                if any(audible .& ((delayFrom .!= 0) .| (g.pointee.delaySend .!= 0))) { active |= 4 }
-            }
-            if active == 0 {
-                filter.render(input: scratch, output: mix + 2 * done, frames: n)
+            // Send levels only move while sends are rendered and some lane has one.
+            if let sends, g.pointee.sendsLive {
+                renderFilterWithSends(g, filter: &filter, input: scratch, offset: done, frames: n,
+                                      mix: mix, sends: sends, blockFrames: frames)
             } else {
-                let stash = sendStash
-                filter.render(input: scratch, output: mix + 2 * done, stash: stash, frames: n)
-                let sendBase = sends.unsafelyUnwrapped
-                let stride = 2 * maxFrames
-                if active & 1 != 0 {
-                    let to = g.pointee.reverbSend
-                    claimSend(0, base: sendBase, frames: frames)
-                    Self.addSend(stash, from: reverbFrom, step: (to - reverbFrom) * (1 / Float(n)), into: sendBase + 2 * done, frames: n)
-                }
-                if active & 2 != 0 {
-                    let to = g.pointee.chorusSend
-                    claimSend(1, base: sendBase, frames: frames)
-                    Self.addSend(stash, from: chorusFrom, step: (to - chorusFrom) * (1 / Float(n)), into: sendBase + stride + 2 * done, frames: n)
-                }
-                if active & 4 != 0 {
-                    let to = g.pointee.delaySend
-                    claimSend(2, base: sendBase, frames: frames)
-                    Self.addSend(stash, from: delayFrom, step: (to - delayFrom) * (1 / Float(n)), into: sendBase + 2 * stride + 2 * done, frames: n)
-                }
+                filter.render(input: scratch, output: mix + 2 * done, frames: n)
             }
             Self.finishBlock(g, oscillators: oscillators, filter: filter)
             done += n
@@ -107,12 +85,6 @@ extension OscillatorSynth {
         let leftTarget = channelLeft * velocity, rightTarget = channelRight * velocity
         g.pointee.gainLeft = smooth(g.pointee.gainLeft, toward: leftTarget, k4, snap: 1e-7).replacing(with: leftTarget, where: fresh)
         g.pointee.gainRight = smooth(g.pointee.gainRight, toward: rightTarget, k4, snap: 1e-7).replacing(with: rightTarget, where: fresh)
-        let reverbTarget = Lanes(ctl0.pointee.reverbSend, ctl1.pointee.reverbSend, ctl2.pointee.reverbSend, ctl3.pointee.reverbSend)
-        let chorusTarget = Lanes(ctl0.pointee.chorusSend, ctl1.pointee.chorusSend, ctl2.pointee.chorusSend, ctl3.pointee.chorusSend)
-        let delayTarget = Lanes(ctl0.pointee.delaySend, ctl1.pointee.delaySend, ctl2.pointee.delaySend, ctl3.pointee.delaySend)
-        g.pointee.reverbSend = smooth(g.pointee.reverbSend, toward: reverbTarget, k4, snap: 1e-6).replacing(with: reverbTarget, where: fresh)
-        g.pointee.chorusSend = smooth(g.pointee.chorusSend, toward: chorusTarget, k4, snap: 1e-6).replacing(with: chorusTarget, where: fresh)
-        g.pointee.delaySend = smooth(g.pointee.delaySend, toward: delayTarget, k4, snap: 1e-6).replacing(with: delayTarget, where: fresh)
 
         var lfoPhase = g.pointee.lfoPhase + g.pointee.lfoRate * nF
         lfoPhase = lfoPhase.replacing(with: lfoPhase - 1, where: lfoPhase .>= 1)
@@ -209,6 +181,63 @@ extension OscillatorSynth {
         let s1 = filter.state1, s2 = filter.state2
         g.pointee.filterState1 = s1.replacing(with: 0, where: s1.absolute .< 1e-20)
         g.pointee.filterState2 = s2.replacing(with: 0, where: s2.absolute .< 1e-20)
+    }
+
+    /// The filter and output stage of one control block (frames `offset`
+    /// ..< `offset + frames` of the render block) with the effect sends: the
+    /// send levels move one block on, and each send some sounding lane feeds
+    /// gets its lanes' panned output times the level, ramped.
+    @inline(never)
+    func renderFilterWithSends(_ g: UnsafeMutablePointer<VoiceGroup>, filter: inout FilterBlock, input: UnsafePointer<Lanes>,
+                               offset done: Int, frames n: Int, mix: UnsafeMutablePointer<Lanes>,
+                               sends: UnsafeMutablePointer<Lanes>, blockFrames: Int) {
+        let reverbFrom = g.pointee.reverbSend, chorusFrom = g.pointee.chorusSend, delayFrom = g.pointee.delaySend
+        Self.advanceSends(g, smoothing: smoothing[n])
+        let reverbTo = g.pointee.reverbSend, chorusTo = g.pointee.chorusSend, delayTo = g.pointee.delaySend
+        // Lanes that sound in this block (free and finished lanes have zero weights).
+        let audible = (filter.left .!= 0) .| (filter.right .!= 0) .| (g.pointee.weightLeft .!= 0) .| (g.pointee.weightRight .!= 0)
+        let reverb = any(audible .& ((reverbFrom .!= 0) .| (reverbTo .!= 0)))
+        let chorus = any(audible .& ((chorusFrom .!= 0) .| (chorusTo .!= 0)))
+        let delay = any(audible .& ((delayFrom .!= 0) .| (delayTo .!= 0)))
+        guard reverb || chorus || delay else {
+            filter.render(input: input, output: mix + 2 * done, frames: n)
+            return
+        }
+        let stash = sendStash
+        filter.render(input: input, output: mix + 2 * done, stash: stash, frames: n)
+        let stride = 2 * maxFrames
+        let inverseN = 1 / Float(n)
+        if reverb {
+            claimSend(0, base: sends, frames: blockFrames)
+            Self.addSend(stash, from: reverbFrom, step: (reverbTo - reverbFrom) * inverseN, into: sends + 2 * done, frames: n)
+        }
+        if chorus {
+            claimSend(1, base: sends, frames: blockFrames)
+            Self.addSend(stash, from: chorusFrom, step: (chorusTo - chorusFrom) * inverseN, into: sends + stride + 2 * done, frames: n)
+        }
+        if delay {
+            claimSend(2, base: sends, frames: blockFrames)
+            Self.addSend(stash, from: delayFrom, step: (delayTo - delayFrom) * inverseN, into: sends + 2 * stride + 2 * done, frames: n)
+        }
+    }
+
+    /// Moves the send levels one control block toward their targets (the
+    /// gains' smoothing); once all levels and targets are 0 the group stops
+    /// being live and its send work is skipped.
+    @inline(never)
+    static func advanceSends(_ g: UnsafeMutablePointer<VoiceGroup>, smoothing: Float) {
+        let k4 = Lanes(repeating: smoothing)
+        let reverbTarget = g.pointee.reverbTarget, chorusTarget = g.pointee.chorusTarget, delayTarget = g.pointee.delayTarget
+        let reverb = smooth(g.pointee.reverbSend, toward: reverbTarget, k4, snap: 1e-6)
+        let chorus = smooth(g.pointee.chorusSend, toward: chorusTarget, k4, snap: 1e-6)
+        let delay = smooth(g.pointee.delaySend, toward: delayTarget, k4, snap: 1e-6)
+        g.pointee.reverbSend = reverb
+        g.pointee.chorusSend = chorus
+        g.pointee.delaySend = delay
+        // Targets reached (the smoother snaps) and all zero: nothing left to send.
+        if !any((reverb .!= 0) .| (chorus .!= 0) .| (delay .!= 0) .| (reverbTarget .!= 0) .| (chorusTarget .!= 0) .| (delayTarget .!= 0)) {
+            g.pointee.sendsLive = false
+        }
     }
 
     /// Clears send `index`'s lane sums for the whole render block the first

@@ -278,10 +278,19 @@ struct VoiceGroup {
     var vibratoAmount = Lanes()
     var gainLeft = Lanes()
     var gainRight = Lanes()
-    /// Effect send levels (of the control channel), smoothed like the gains.
+    /// Effect send levels, smoothed like the gains toward the targets: the
+    /// control channel's levels, copied in when a voice starts and when a
+    /// send controller or a reset changes them (rare), so the renderer
+    /// never reads channel state for sends.
     var reverbSend = Lanes()
     var chorusSend = Lanes()
     var delaySend = Lanes()
+    var reverbTarget = Lanes()
+    var chorusTarget = Lanes()
+    var delayTarget = Lanes()
+    /// False when every lane's send levels and targets are 0: the renderer
+    /// then skips the send work for the group without looking at its lanes.
+    var sendsLive = false
     var velocityGain = Lanes()
     /// Output weights (amplitude envelope x gains, halved for the filter's
     /// (s2 + s2') output) at the last control point.
