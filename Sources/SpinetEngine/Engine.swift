@@ -259,6 +259,7 @@ public final class Engine: @unchecked Sendable {
         gsHall.withUnsafeBufferPointer { if let r = EffectTypeSysEx($0) { selectEffectType(r, set: 0) } }
         reverbForSet[0] = nil
         chorusForSet[0] = nil
+        warmUpEffects()
         reverbTailFrames = Int((reverb?.tailSeconds ?? 0) * sampleRate) + maxFrames
         chorusTailFrames = Int((chorus?.tailSeconds ?? 0) * sampleRate) + maxFrames
         delayTailFrames = Int((delay?.tailSeconds ?? 0) * sampleRate) + maxFrames
@@ -276,6 +277,26 @@ public final class Engine: @unchecked Sendable {
         let threads = min(configuration.offlineRenderThreads, units.count + 1)
         if threads > 1 { workers = UnitWorkers(engine: self, threads: threads) }
         prepared = true
+    }
+
+    /// Runs each effect once on an impulse, then clears it: the first run of
+    /// a code path can instantiate runtime metadata (allocations and the
+    /// runtime's locks), which belongs here, not on the render thread.
+    private func warmUpEffects() {
+        let n = maxFrames
+        let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 4 * n)
+        defer { buffers.deallocate() }
+        buffers.initialize(repeating: 0, count: 4 * n)
+        buffers[0] = 0.5
+        buffers[n] = 0.5
+        for _ in 0..<4 {
+            if reverb != nil { reverb!.process(inputLeft: buffers, inputRight: buffers + n, outputLeft: buffers + 2 * n, outputRight: buffers + 3 * n, frames: n) }
+            if chorus != nil { chorus!.process(inputLeft: buffers, inputRight: buffers + n, outputLeft: buffers + 2 * n, outputRight: buffers + 3 * n, frames: n) }
+            if delay != nil { delay!.process(inputLeft: buffers, inputRight: buffers + n, outputLeft: buffers + 2 * n, outputRight: buffers + 3 * n, frames: n) }
+        }
+        reverb?.reset()
+        chorus?.reset()
+        delay?.reset()
     }
 
     /// One block of eight planar buffers: dry L/R, reverb, chorus and delay sends.
