@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import SpinetEffects
 import SpinetEngine
 import SpinetFile
 import SpinetMIDI
@@ -57,7 +58,7 @@ struct Bench: ParsableCommand {
         guard let font = soundFont ?? SoundFontLocator.defaultSoundFont() else {
             throw Failure("no SoundFont found; pass one with --soundfont PATH")
         }
-        print("\nRender callback, one SoundFont unit, 256 voices sounding, \(rate) Hz (time per period as % of the period):")
+        print("\nRender callback, one SoundFont unit and Spinet's effects (play's default), 256 voices sounding, \(rate) Hz (time per period as % of the period):")
         print("period   p50      p99      max      (over 2000 periods)")
         for period in [64, 128, 256] {
             let stats = try Self.callbackTimes(font: font, rate: rate, period: period, voices: 256, periods: 2000)
@@ -66,6 +67,9 @@ struct Bench: ParsableCommand {
         let synth = SynthBenchmark.voicesPerCore(sampleRate: Double(rate), seconds: 2)
         print(String(format: "\nOscillator synth (2 oscillators, filter, 2 envelopes, LFO per voice): %.0f voices per core in real time, %.2f ns per voice-sample",
                      synth.voicesPerCore, synth.nsPerVoiceSample))
+        let sending = SynthBenchmark.voicesPerCore(sampleRate: Double(rate), seconds: 2, voices: 512, sends: (reverb: 40, chorus: 0, delay: 0))
+        print(String(format: "  with the default reverb send (CC 91 = 40): %.0f voices per core, %.2f ns per voice-sample",
+                     sending.voicesPerCore, sending.nsPerVoiceSample))
         print("\nWhat the render path must never do (allocate, free, lock, make a system call), counted by spinet-rtcheck:")
         realtimeRules(font: font)
         print("\nStartup to the first rendered block (load + prepare + one 128-frame period):")
@@ -114,10 +118,16 @@ struct Bench: ParsableCommand {
     /// Drives the engine like the live callback: one period at a time, notes
     /// held on every channel, timing each render call.
     static func callbackTimes(font: String, rate: Int, period: Int, voices: Int, periods: Int) throws -> CallbackStats {
+        // `spinet play`'s default: per-channel sends into Spinet's reverb, chorus and delay
         var options = SoundFontOptions()
         options.polyphony = voices * 2
+        options.fluidEffects = false
         let unit = try SoundFontUnit(fonts: [font], sampleRate: Double(rate), options: options)
-        let engine = Engine()
+        var config = Engine.Configuration()
+        config.reverb = .room
+        config.chorus = .subtle
+        config.delay = .eighth
+        let engine = Engine(configuration: config)
         engine.routeAll(to: engine.add(unit))
         let queue = engine.addInput()
         engine.prepare(sampleRate: Double(rate), maxFrames: period)

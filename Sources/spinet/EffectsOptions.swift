@@ -4,7 +4,7 @@ import SpinetEffects
 /// The effect options `render` and `play` share.
 struct EffectsOptions: ParsableArguments {
     /// The effects a render or a live session gets when no option says otherwise.
-    static let defaultEffects = "fluidsynth"
+    static let defaultEffects = "spinet"
 
     @Option(help: "Effects: spinet (Spinet's reverb, chorus and delay on CC 91/93/94 sends, shared by every instrument) or fluidsynth (FluidSynth's own reverb and chorus, SoundFont channels only). Default: \(EffectsOptions.defaultEffects).")
     var effects: String = EffectsOptions.defaultEffects
