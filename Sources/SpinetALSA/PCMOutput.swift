@@ -215,6 +215,9 @@ public final class PCMOutput: @unchecked Sendable {
         if code == -Int(ETIMEDOUT) {
             return "audio device \(device) stopped taking samples (no progress for 5 s); stopped"
         }
+        if code == -Int(ENODEV) {
+            return "audio device \(device) disappeared (unplugged, or its driver was removed); stopped"
+        }
         return "audio device \(device) failed: \(ALSA.text(code)) (unplugged or taken away?); stopped"
     }
 
@@ -343,11 +346,18 @@ public final class PCMOutput: @unchecked Sendable {
             if err == -EPIPE { xrunCount.add(1, ordering: .relaxed) }
             let r = snd_pcm_recover(pcm, err, 1)
             if r >= 0 { return true }
-            failureCode.store(Int(r), ordering: .releasing)
+            failureCode.store(Int(isGone(pcm) ? -ENODEV : r), ordering: .releasing)
             return false
         }
-        failureCode.store(Int(err), ordering: .releasing)
+        failureCode.store(Int(isGone(pcm) ? -ENODEV : err), ordering: .releasing)
         return false
+    }
+
+    /// Render thread, once the loop is ending. A card that is removed makes
+    /// the wait fail with a plain EIO; asking the device once more tells a
+    /// vanished device (ENODEV) from other failures, so the message can say so.
+    private func isGone(_ pcm: OpaquePointer) -> Bool {
+        snd_pcm_state(pcm) == SND_PCM_STATE_DISCONNECTED || snd_pcm_avail(pcm) == -Int(ENODEV)
     }
 
     @inline(__always)

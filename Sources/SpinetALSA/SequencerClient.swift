@@ -42,6 +42,9 @@ public final class SequencerClient: @unchecked Sendable {
         public var kernelLost: Int
         /// SysEx messages longer than the bound, dropped.
         public var sysExTooLong: Int
+        /// SysEx messages cut off before their F7 (by a status byte or a new
+        /// F0: a sender that never finished one), dropped.
+        public var sysExUnfinished: Int
         /// Notes and pedals released because their source went away.
         public var released: Int
         /// Sources connected now.
@@ -69,6 +72,7 @@ public final class SequencerClient: @unchecked Sendable {
     private let overflowCount = Atomic<Int>(0)
     private let kernelLostCount = Atomic<Int>(0)
     private let tooLongCount = Atomic<Int>(0)
+    private let unfinishedCount = Atomic<Int>(0)
     private let releasedCount = Atomic<Int>(0)
     private let connectedCount = Atomic<Int>(0)
     private let stampedCount = Atomic<Int>(0)
@@ -78,6 +82,7 @@ public final class SequencerClient: @unchecked Sendable {
     private var connected: Set<SequencerAddress> = []
     private var held: HeldNotes
     private var sysEx: SysExAssembler
+    private var sysExAbandonedSeen = 0
     private var calibration = QueueClockCalibration()
     private var pendingOffs: [(due: Int64, message: MIDIMessage, source: SequencerAddress)] = []
 
@@ -267,6 +272,7 @@ public final class SequencerClient: @unchecked Sendable {
                    overflows: overflowCount.load(ordering: .relaxed),
                    kernelLost: kernelLostCount.load(ordering: .relaxed),
                    sysExTooLong: tooLongCount.load(ordering: .relaxed),
+                   sysExUnfinished: unfinishedCount.load(ordering: .relaxed),
                    released: releasedCount.load(ordering: .relaxed),
                    connected: connectedCount.load(ordering: .relaxed),
                    kernelStamped: stampedCount.load(ordering: .relaxed))
@@ -369,7 +375,10 @@ public final class SequencerClient: @unchecked Sendable {
         case .messages(let batch):
             guard toInput else { return }
             let f = frame(for: arrival(evp), timeline, timing, &lastFrame)
-            if batch[0] != .systemReset { sysEx.interrupt(source) }
+            if batch[0] != .systemReset {
+                sysEx.interrupt(source)
+                reportUnfinishedSysEx()
+            }
             for i in 0..<batch.count {
                 held.observe(batch[i], from: source)
                 push(batch[i], at: f, queue)
@@ -392,6 +401,7 @@ public final class SequencerClient: @unchecked Sendable {
             let outcome = sysEx.add(piece, from: source) { message in
                 queue.pushSysEx(frame: f, message)
             }
+            reportUnfinishedSysEx()
             if case .tooLong(let total) = outcome {
                 let n = tooLongCount.add(1, ordering: .relaxed).newValue
                 if n <= 3 { post("dropped a SysEx message of \(total) bytes from \(source) (the limit is \(maxSysExBytes))") }
@@ -432,6 +442,19 @@ public final class SequencerClient: @unchecked Sendable {
             sysEx.forget(client: c)
         case .clientStarted, .ignored:
             return
+        }
+    }
+
+    /// Counts SysEx messages the assembler abandoned unfinished; the first
+    /// few are reported (a sender stuck in a SysEx would otherwise leave no
+    /// trace but the silence of its settings).
+    private func reportUnfinishedSysEx() {
+        let k = sysEx.abandoned - sysExAbandonedSeen
+        guard k > 0, let last = sysEx.lastAbandoned else { return }
+        sysExAbandonedSeen = sysEx.abandoned
+        let n = unfinishedCount.add(k, ordering: .relaxed).newValue
+        if n - k < 3 {
+            post("dropped an unfinished SysEx message of \(last.totalBytes) bytes from \(last.source) (no F7 before the next status byte)")
         }
     }
 

@@ -4,7 +4,9 @@
 /// less each): the first starts with F0, the last ends with F7. Pieces from
 /// different sources may interleave, so each source gets its own buffer.
 /// Buffers are allocated once, in `init`; a message longer than the bound
-/// is dropped and reported once, when it ends.
+/// is dropped and reported once, when it ends. A message that never ends
+/// (no F7: a status byte or a new F0 cuts it off) is dropped too, and
+/// `lastAbandoned` tells its source and size, so it can be reported.
 ///
 /// Sequencer thread only.
 struct SysExAssembler {
@@ -28,6 +30,9 @@ struct SysExAssembler {
     /// Partial messages abandoned (another message started, a channel
     /// message interrupted it, or its buffer was taken by another source).
     private(set) var abandoned = 0
+    /// The latest abandoned partial message: its source and the bytes seen
+    /// (also those beyond the bound).
+    private(set) var lastAbandoned: (source: SequencerAddress, totalBytes: Int)?
 
     /// - Parameters:
     ///   - maxBytes: the longest message passed on, F0 and F7 included.
@@ -62,8 +67,7 @@ struct SysExAssembler {
         var s = slot(of: source)
         if first == 0xF0 {
             if let old = s {
-                abandoned += 1      // a new message starts before the old one ended
-                release(old)
+                abandon(old)        // a new message starts before the old one ended
                 s = nil
             }
             // A whole message in one piece: pass it on without copying.
@@ -97,10 +101,7 @@ struct SysExAssembler {
     /// A channel message from `source` interrupts its SysEx (as any status
     /// byte does on the wire): the partial message is dropped.
     mutating func interrupt(_ source: SequencerAddress) {
-        if let i = slot(of: source) {
-            abandoned += 1
-            release(i)
-        }
+        if let i = slot(of: source) { abandon(i) }
     }
 
     /// Forgets a source's partial message (it went away).
@@ -125,12 +126,18 @@ struct SysExAssembler {
             if sources[i] == nil { pick = i; oldest = 0; break }
             if lastUse[i] < oldest { oldest = lastUse[i]; pick = i }
         }
-        if sources[pick] != nil { abandoned += 1 }
+        if sources[pick] != nil { abandon(pick) }
         sources[pick] = source
         lengths[pick] = 0
         totals[pick] = 0
         lastUse[pick] = clock
         return pick
+    }
+
+    private mutating func abandon(_ i: Int) {
+        abandoned += 1
+        if let source = sources[i] { lastAbandoned = (source, totals[i]) }
+        release(i)
     }
 
     private mutating func release(_ i: Int) {

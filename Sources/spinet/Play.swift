@@ -19,7 +19,10 @@ struct Play: ParsableCommand {
         arrival time plus a fixed latency (periods x period + --safety, plus the \
         limiter's 1.5 ms look-ahead), printed at start. Ctrl-C fades out and exits. \
         To switch SoundFont while playing, type its path (and Enter) on standard input, \
-        or send SIGHUP to reload the current one: notes already sounding ring on.
+        or send SIGHUP to reload the current one: notes already sounding ring on. \
+        A source disconnected by hand (aconnect -d or -x) has its held notes released \
+        and stays disconnected until connected again. If the audio device disappears, \
+        Spinet says so and exits with status 1.
         """
     )
 
@@ -349,7 +352,8 @@ struct Play: ParsableCommand {
         var why = ""
         if dropped > 0 {
             why = " (engine queue full \(stats.droppedEvents), kernel pool overflowed \(seqStats?.overflows ?? 0) times, "
-                + "kernel lost \(seqStats?.kernelLost ?? 0), SysEx too long \(seqStats?.sysExTooLong ?? 0))"
+                + "kernel lost \(seqStats?.kernelLost ?? 0), SysEx too long \(seqStats?.sysExTooLong ?? 0), "
+                + "SysEx unfinished \(seqStats?.sysExUnfinished ?? 0))"
         }
         say(String(format: "Played %.1f s: render load %.1f%% mean, %.1f%% peak of a %d-frame period; %d voices at most; %d xruns; %d MIDI events (%d stamped by the kernel), %d dropped%@, %d late; %d held notes released%@",
                    elapsed, total.mean * 100, total.peak * 100, output.periodFrames, stats.peakVoices, output.xruns,
@@ -357,10 +361,12 @@ struct Play: ParsableCommand {
     }
 
     /// Events lost anywhere on the way in: the engine queue was full, the
-    /// kernel could not deliver, or the kernel pool overflowed (at least one each time).
+    /// kernel could not deliver, the kernel pool overflowed (at least one each
+    /// time), or a SysEx message was too long or never finished.
     private func droppedEvents(_ engine: Engine, _ sequencer: SequencerClient?) -> Int {
         let s = sequencer?.statistics
         return engine.statistics.droppedEvents + (s?.kernelLost ?? 0) + (s?.overflows ?? 0) + (s?.sysExTooLong ?? 0)
+            + (s?.sysExUnfinished ?? 0)
     }
 }
 

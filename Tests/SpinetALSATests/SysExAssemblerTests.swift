@@ -82,6 +82,36 @@ final class SysExAssemblerTests: XCTestCase {
         XCTAssertEqual(a.abandoned, 2)
     }
 
+    /// A sender stuck in a SysEx (no F7, hundreds of KB): the buffer stays at
+    /// its bound, nothing is passed on, and when a status byte finally cuts
+    /// the message off its source and full size are there to report.
+    func testEndlessMessageCutOffIsAbandonedWithItsSize() {
+        var a = SysExAssembler(maxBytes: 1024)
+        defer { a.deallocate() }
+        var out: [[UInt8]] = []
+        let piece = [UInt8](repeating: 0x11, count: 256)
+        _ = feed(&a, [0xF0] + piece.dropFirst(), from: keyboard, into: &out)
+        for _ in 1..<1200 {     // 300 KB of data bytes
+            XCTAssertEqual(feed(&a, piece, from: keyboard, into: &out), .incomplete)
+        }
+        XCTAssertTrue(out.isEmpty)
+        XCTAssertNil(a.lastAbandoned)
+        a.interrupt(keyboard)                  // the note-on that follows
+        XCTAssertEqual(a.abandoned, 1)
+        XCTAssertEqual(a.lastAbandoned?.source, keyboard)
+        XCTAssertEqual(a.lastAbandoned?.totalBytes, 1200 * 256)
+        XCTAssertFalse(a.isPending(keyboard))
+        // A new F0 cutting off an unfinished one reports the old one's size.
+        _ = feed(&a, [0xF0, 1, 2], from: other, into: &out)
+        _ = feed(&a, [0xF0, 3, 0xF7], from: other, into: &out)
+        XCTAssertEqual(a.lastAbandoned?.source, other)
+        XCTAssertEqual(a.lastAbandoned?.totalBytes, 3)
+        XCTAssertEqual(out, [[0xF0, 3, 0xF7]])
+        // Then messages pass again.
+        _ = feed(&a, [0xF0, 0x7E, 0xF7], from: keyboard, into: &out)
+        XCTAssertEqual(out.last, [0xF0, 0x7E, 0xF7])
+    }
+
     func testMoreSourcesThanBuffersStealsTheOldest() {
         var a = SysExAssembler(maxBytes: 16, sources: 2)
         defer { a.deallocate() }

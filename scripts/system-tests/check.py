@@ -14,6 +14,10 @@ Subcommands (all print one line and exit 0 on success, 1 on failure):
   fade CAPTURE                        the sound ends in a fade, not a step (no click)
   wav FILE --min-seconds S            FILE is a complete, readable WAV with sound
   continuous CAPTURE --seconds S      the first note sounds S seconds without a break
+  gaps CAPTURE [--min-gaps N] [--max-gap-ms M] [--resume-seconds S]
+                                      the silent gaps between the first and the last
+                                      sound: at least N, none longer than M ms, and
+                                      the sound after the last one lasts S seconds
   latency-run DIR --midi DEV --count N --interval S
                                       (in the guest) sends N notes to a raw MIDI
                                       device while capturing the loopback, stamping
@@ -248,6 +252,43 @@ def cmd_continuous(a):
     return ok, "the first note sounds %.2f s without a break (held %.2f s, +- %.2f)" % (length, a.seconds, a.tolerance)
 
 
+def cmd_gaps(a):
+    """Sound and silence in 10 ms blocks (silent: below -60 dBFS), from the
+    first sound to the last."""
+    x, rate = read_capture(a.capture)
+    block = rate // 100
+    loud = [max((abs(v) for v in x[i:i + block]), default=0.0) > 0.001 for i in range(0, len(x), block)]
+    if not any(loud):
+        return False, "the capture is silent"
+    first = loud.index(True)
+    last = len(loud) - 1 - loud[::-1].index(True)
+    segments = []   # (start block, end block) of sound
+    i = first
+    while i <= last:
+        j = i
+        while j <= last and loud[j]:
+            j += 1
+        segments.append((i, j))
+        while j <= last and not loud[j]:
+            j += 1
+        i = j
+    gaps = [(segments[k][1], segments[k + 1][0]) for k in range(len(segments) - 1)]
+    longest = max(((e - s) * 10 for s, e in gaps), default=0)
+    resumed = (segments[-1][1] - segments[-1][0]) / 100.0
+    ok = len(gaps) >= a.min_gaps
+    if a.max_gap_ms is not None:
+        ok = ok and longest <= a.max_gap_ms
+    if a.resume_seconds is not None:
+        ok = ok and resumed >= a.resume_seconds
+    shown = ", ".join("%.2f-%.2f s" % (s / 100.0, e / 100.0) for s, e in segments[:6])
+    if len(segments) > 6:
+        shown += ", ..."
+    return ok, "%d gap%s (longest %d ms%s), at least %d expected; sound at %s; the last stretch lasts %.2f s%s" % (
+        len(gaps), "" if len(gaps) == 1 else "s", longest,
+        "" if a.max_gap_ms is None else ", limit %d" % a.max_gap_ms, a.min_gaps, shown, resumed,
+        "" if a.resume_seconds is None else " (at least %.2f)" % a.resume_seconds)
+
+
 def cmd_wav(a):
     try:
         with wave.open(a.file, "rb") as w:
@@ -363,6 +404,8 @@ def main():
     s = sub.add_parser("fade"); s.add_argument("capture")
     s = sub.add_parser("continuous"); s.add_argument("capture"); s.add_argument("--seconds", type=float, required=True)
     s.add_argument("--tolerance", type=float, default=0.2)
+    s = sub.add_parser("gaps"); s.add_argument("capture"); s.add_argument("--min-gaps", type=int, default=0)
+    s.add_argument("--max-gap-ms", type=int); s.add_argument("--resume-seconds", type=float)
     s = sub.add_parser("wav"); s.add_argument("file"); s.add_argument("--min-seconds", type=float, default=0.5)
     s = sub.add_parser("latency-run"); s.add_argument("dir"); s.add_argument("--midi", required=True)
     s.add_argument("--device", default="hw:Loopback,1,0"); s.add_argument("--count", type=int, default=100)
@@ -372,7 +415,7 @@ def main():
     s = sub.add_parser("latency"); s.add_argument("dir"); s.add_argument("--period-ms", type=float, required=True)
     a = p.parse_args()
     ok, line = {"midi": cmd_midi, "notes": cmd_notes, "level": cmd_level, "fade": cmd_fade, "wav": cmd_wav,
-                "continuous": cmd_continuous,
+                "continuous": cmd_continuous, "gaps": cmd_gaps,
                 "latency-run": cmd_latency_run, "latency": cmd_latency}[a.cmd](a)
     print(line)
     sys.exit(0 if ok else 1)
