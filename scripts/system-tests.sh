@@ -56,11 +56,10 @@ PERIODS=${SPINET_TEST_PERIODS:-4}
 DEBUG_ARGS=()
 [[ $BIN == */debug/* && -z ${SPINET_TEST_PERIODS-} ]] && { PERIODS=6; DEBUG_ARGS=(--safety 150 --priority 10); }
 PLAY=(play --device hw:Loopback,0,0 --rate "$RATE" --period "$PERIOD" --periods "$PERIODS" --soundfont "$SF" "${DEBUG_ARGS[@]}")
-CAPTURE=(arecord -q -D hw:Loopback,1,0 -f FLOAT_LE -r "$RATE" -c 2 -t raw)
-# For the robustness scenarios, which load the guest on purpose: a starved
-# capture overruns and loses audio that Spinet did play. Real-time priority
-# below Spinet's threads, and a 2 s buffer.
-CAPTURE_RT=(chrt -f 1 "${CAPTURE[@]}" -B 2000000)
+# A starved capture overruns and loses audio that Spinet did play (seen in
+# the flood and sysex scenarios on a busy host): real-time priority below
+# Spinet's threads, and a 2 s buffer.
+CAPTURE=(chrt -f 1 arecord -q -D hw:Loopback,1,0 -f FLOAT_LE -r "$RATE" -c 2 -t raw -B 2000000)
 
 # ----------------------------------------------------------------------------
 # Guest side: runs inside the VM, in the (shared) work directory.
@@ -209,7 +208,7 @@ guest_sysex() {
   # No fixed duration: pushing 1.4 MB through the emulated kernel takes 6 s
   # on an idle host and much longer on a busy one. The kernel's MIDI worker
   # runs at nice -20 meanwhile and starved a normal capture into overruns.
-  "${CAPTURE_RT[@]}" sysex.raw & local rec=$!
+  "${CAPTURE[@]}" sysex.raw & local rec=$!
   sleep 0.5
   local on=$EPOCHREALTIME
   midi 0 '\xc0\x13\x90\x3c\x64'                 # organ note held through both SysEx
@@ -231,7 +230,7 @@ guest_sysex() {
 guest_stop() {
   start_spinet || return 1
   warm_up
-  "${CAPTURE_RT[@]}" stop.raw & local rec=$!
+  "${CAPTURE[@]}" stop.raw & local rec=$!
   sleep 0.5
   midi 0 '\xc0\x13\x90\x3c\x64'                 # organ note held across the stop
   sleep 1.5
@@ -249,7 +248,7 @@ guest_stop() {
 guest_disconnect() {
   start_spinet || return 1
   warm_up
-  "${CAPTURE_RT[@]}" disconnect.raw & local rec=$!
+  "${CAPTURE[@]}" disconnect.raw & local rec=$!
   sleep 0.5
   local on=$EPOCHREALTIME
   midi 0 '\xc0\x13\xb0\x40\x7f\x90\x48\x64'     # keyboard 20:0: organ, sustain down, note held
