@@ -70,6 +70,10 @@ struct Bench: ParsableCommand {
         let sending = SynthBenchmark.voicesPerCore(sampleRate: Double(rate), seconds: 2, voices: 512, sends: (reverb: 40, chorus: 0, delay: 0))
         print(String(format: "  with the default reverb send (CC 91 = 40): %.0f voices per core, %.2f ns per voice-sample",
                      sending.voicesPerCore, sending.nsPerVoiceSample))
+        print("\nEffects, CPU time per second of 48 kHz stereo audio (256-frame blocks of noise):")
+        for (name, microseconds) in EffectsBenchmark.costPerSecondOfAudio(sampleRate: Double(rate)) {
+            print(String(format: "%8.0f µs  %@", microseconds, name))
+        }
         print("\nWhat the render path must never do (allocate, free, lock, make a system call), counted by spinet-rtcheck:")
         realtimeRules(font: font)
         print("\nStartup to the first rendered block (load + prepare + one 128-frame period):")
