@@ -27,7 +27,7 @@ SWIFT=${SWIFT:-swift}
 WHICH=${1:-all}
 
 # Real-time probe tests: meaningless (and some hang) when a sanitizer owns malloc and the locks.
-PROBE_TESTS='rtcheckCountsNothingInTheRenderPath|RealtimeProbeCountingTests|RealtimeProbeSyscallTests|SpinetEffectsTests\.RealtimeTests|AllocatesNothingAndTakesNoLock|renderingMakesNoSystemCall'
+PROBE_TESTS='overlappedRenderingAllocatesNothing|rtcheckCountsNothingInTheRenderPath|RealtimeProbeCountingTests|RealtimeProbeSyscallTests|SpinetEffectsTests\.RealtimeTests|AllocatesNothingAndTakesNoLock|renderingMakesNoSystemCall'
 # Where threads meet: run under ThreadSanitizer.
 THREAD_TESTS='SpinetEngineTests|SpinetSoundFontTests|SpinetALSATests|SpinetSynthTests\.EngineIntegrationTests|RenderCommandTests/(twoRendersAreByteIdentical|theThreadCountDoesNotChangeTheOutput|ctrlCLeavesNoPartialFile)'
 
