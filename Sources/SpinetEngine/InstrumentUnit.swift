@@ -64,6 +64,23 @@ public struct UnitOutput {
         self.delayLeft = delayLeft; self.delayRight = delayRight
     }
 
+    /// Writes silence to the three sends (`frames` frames).
+    @inlinable public func silenceSends(frames: Int) {
+        reverbLeft.update(repeating: 0, count: frames)
+        reverbRight.update(repeating: 0, count: frames)
+        chorusLeft.update(repeating: 0, count: frames)
+        chorusRight.update(repeating: 0, count: frames)
+        delayLeft.update(repeating: 0, count: frames)
+        delayRight.update(repeating: 0, count: frames)
+    }
+
+    /// Writes silence to the dry sound and the sends (`frames` frames).
+    @inlinable public func silence(frames: Int) {
+        left.update(repeating: 0, count: frames)
+        right.update(repeating: 0, count: frames)
+        silenceSends(frames: frames)
+    }
+
     /// The same buffers `frames` frames further on.
     @inlinable public func advanced(by frames: Int) -> UnitOutput {
         UnitOutput(left: left + frames, right: right + frames,
@@ -79,11 +96,6 @@ extension InstrumentUnit {
     /// Render thread only. A unit without effect sends: dry sound, silent sends.
     public func render(_ output: UnitOutput, frames: Int) {
         render(left: output.left, right: output.right, frames: frames)
-        output.reverbLeft.update(repeating: 0, count: frames)
-        output.reverbRight.update(repeating: 0, count: frames)
-        output.chorusLeft.update(repeating: 0, count: frames)
-        output.chorusRight.update(repeating: 0, count: frames)
-        output.delayLeft.update(repeating: 0, count: frames)
-        output.delayRight.update(repeating: 0, count: frames)
+        output.silenceSends(frames: frames)
     }
 }

@@ -239,12 +239,7 @@ public final class SoundFontUnit: InstrumentUnit {
         guard frames > 0 else { return }
         guard !fluidEffects, let buffers = channelBuffers, let pointers = outPointers else {
             render(left: output.left, right: output.right, frames: frames)
-            output.reverbLeft.update(repeating: 0, count: frames)
-            output.reverbRight.update(repeating: 0, count: frames)
-            output.chorusLeft.update(repeating: 0, count: frames)
-            output.chorusRight.update(repeating: 0, count: frames)
-            output.delayLeft.update(repeating: 0, count: frames)
-            output.delayRight.update(repeating: 0, count: frames)
+            output.silenceSends(frames: frames)
             return
         }
         FluidLog.markRenderThread()
@@ -252,14 +247,7 @@ public final class SoundFontUnit: InstrumentUnit {
         for k in 0..<(2 * groups) { (buffers + k * stride).update(repeating: 0, count: frames) }
         fluid_synth_process(synth, Int32(frames), 0, nil, Int32(2 * groups), pointers)
         voices = Int(fluid_synth_get_active_voice_count(synth))
-        output.left.update(repeating: 0, count: frames)
-        output.right.update(repeating: 0, count: frames)
-        output.reverbLeft.update(repeating: 0, count: frames)
-        output.reverbRight.update(repeating: 0, count: frames)
-        output.chorusLeft.update(repeating: 0, count: frames)
-        output.chorusRight.update(repeating: 0, count: frames)
-        output.delayLeft.update(repeating: 0, count: frames)
-        output.delayRight.update(repeating: 0, count: frames)
+        output.silence(frames: frames)
         let ramp = 1 / Float(frames)
         for g in 0..<groups {
             let l = buffers + 2 * g * stride, r = buffers + (2 * g + 1) * stride

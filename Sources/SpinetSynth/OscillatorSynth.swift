@@ -443,14 +443,7 @@ public final class OscillatorSynth: InstrumentUnit {
     }
 
     private static func silence(_ o: UnitOutput, frames: Int) {
-        o.left.update(repeating: 0, count: frames)
-        o.right.update(repeating: 0, count: frames)
-        o.reverbLeft.update(repeating: 0, count: frames)
-        o.reverbRight.update(repeating: 0, count: frames)
-        o.chorusLeft.update(repeating: 0, count: frames)
-        o.chorusRight.update(repeating: 0, count: frames)
-        o.delayLeft.update(repeating: 0, count: frames)
-        o.delayRight.update(repeating: 0, count: frames)
+        o.silence(frames: frames)
     }
 
     /// One block of at most `maxFrames`; `sends` (its send pointers) nil for dry only.
