@@ -88,7 +88,8 @@ public final class Engine: @unchecked Sendable {
     private var workers: UnitWorkers?
     /// Per set: the smoothed master gain for each frame of its block.
     private var gainRamps: [UnsafeMutablePointer<Float>] = []
-    private var gainRamp: UnsafeMutablePointer<Float>
+    /// The ramp of the block whose units are being rendered.
+    private var gainRamp: UnsafeMutablePointer<Float> { gainRamps[synthSet] }
     private var rampFilled = 0
     /// Per set: the tempo (bpm) the delay follows from that block on (0: no change).
     private var tempoForSet: [Double] = [0, 0]
@@ -159,7 +160,6 @@ public final class Engine: @unchecked Sendable {
         sliceEvents = .allocate(capacity: max(configuration.maxEventsPerSlice, 1))
         sysExArenaCapacity = max(configuration.maxSysExBytes * 4, 1024)
         sysExArena = .allocate(capacity: sysExArenaCapacity)
-        gainRamp = .allocate(capacity: 1)
         masterGain = Float(pow(10, configuration.gainDB / 20))
         currentGain = masterGain
     }
@@ -173,7 +173,6 @@ public final class Engine: @unchecked Sendable {
         sliceEvents.deallocate()
         sysExArena.deallocate()
         for r in gainRamps { r.deallocate() }
-        if gainRamps.isEmpty { gainRamp.deallocate() }
         for o in unitOutputs { o.left.deallocate() }
         sendBuffers?.deallocate()
         reverb?.deallocate()
@@ -263,13 +262,11 @@ public final class Engine: @unchecked Sendable {
         reverbTailFrames = Int((reverb?.tailSeconds ?? 0) * sampleRate) + maxFrames
         chorusTailFrames = Int((chorus?.tailSeconds ?? 0) * sampleRate) + maxFrames
         delayTailFrames = Int((delay?.tailSeconds ?? 0) * sampleRate) + maxFrames
-        gainRamp.deallocate()
         for _ in 0..<2 {
             let ramp = UnsafeMutablePointer<Float>.allocate(capacity: maxFrames)
             ramp.initialize(repeating: 1, count: maxFrames)
             gainRamps.append(ramp)
         }
-        gainRamp = gainRamps[0]
         // about 5 ms to settle to a new gain: smooth, yet no audible lag
         gainCoefficient = Float(1 - exp(-1 / (0.005 * sampleRate / 3)))
         limiter = Limiter(sampleRate: sampleRate, ceilingDBFS: configuration.ceilingDBFS)
@@ -454,7 +451,6 @@ public final class Engine: @unchecked Sendable {
     /// buffer set `set` (and, on the workers, a pending finishing step).
     private func renderUnits(frames: Int, set: Int) {
         synthSet = set
-        gainRamp = gainRamps[set]
         tempoForSet[set] = requestedTempo
         requestedTempo = 0
         let blockStart = frameTime

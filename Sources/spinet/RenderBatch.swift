@@ -124,7 +124,7 @@ extension Render {
                                    totalSeconds: estimates.reduce(0, +), workers: workers)
         let batch = BatchState(order: order)
         let job = BatchJob(inputs: inputs, targets: targets, estimates: estimates, container: container,
-                           settings: settings, force: force, quiet: quiet)
+                           settings: settings, force: force)
         let start = DispatchTime.now()
         let group = DispatchGroup()
         for slot in 0..<workers {
@@ -229,7 +229,6 @@ struct BatchJob: Sendable {
     var container: AudioFileFormat
     var settings: RenderSettings
     var force: Bool
-    var quiet: Bool
 
     /// A worker's loop: render files until none is left.
     func work(slot: Int, batch: BatchState, display: BatchDisplay) {
@@ -247,7 +246,7 @@ struct BatchJob: Sendable {
                                               announceSoundFont: false, progress: progress, log: display.print)
                 batch.rendered(r)
                 display.fileDone(slot: slot, estimate: estimates[i])
-                if !quiet {
+                if !settings.quiet {
                     display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i]))
                 }
             } catch let f as Failure where f.status == 130 {
