@@ -109,10 +109,7 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
         self.maxFrames = maxFrames
         let block = UnsafeMutablePointer<Float>.allocate(capacity: 8 * maxFrames)
         block.initialize(repeating: 0, count: 8 * maxFrames)
-        scratch = UnitOutput(left: block, right: block + maxFrames,
-                             reverbLeft: block + 2 * maxFrames, reverbRight: block + 3 * maxFrames,
-                             chorusLeft: block + 4 * maxFrames, chorusRight: block + 5 * maxFrames,
-                             delayLeft: block + 6 * maxFrames, delayRight: block + 7 * maxFrames)
+        scratch = UnitOutput(planar: block, stride: maxFrames)
         current.unit.prepare(sampleRate: sampleRate, maxFrames: maxFrames, channels: self.channels)
         fadeFrames = max(1, Int(0.05 * sampleRate))
         tailFrames = Int(1.0 * sampleRate)

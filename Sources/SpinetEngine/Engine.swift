@@ -300,10 +300,7 @@ public final class Engine: @unchecked Sendable {
     static func allocateOutput(frames: Int) -> UnitOutput {
         let base = UnsafeMutablePointer<Float>.allocate(capacity: 8 * frames)
         base.initialize(repeating: 0, count: 8 * frames)
-        return UnitOutput(left: base, right: base + frames,
-                          reverbLeft: base + 2 * frames, reverbRight: base + 3 * frames,
-                          chorusLeft: base + 4 * frames, chorusRight: base + 5 * frames,
-                          delayLeft: base + 6 * frames, delayRight: base + 7 * frames)
+        return UnitOutput(planar: base, stride: frames)
     }
 
     @inline(__always)

@@ -64,6 +64,15 @@ public struct UnitOutput {
         self.delayLeft = delayLeft; self.delayRight = delayRight
     }
 
+    /// Eight consecutive planar buffers of `stride` frames starting at
+    /// `base`: dry left and right, then the reverb, chorus and delay sends.
+    public init(planar base: UnsafeMutablePointer<Float>, stride: Int) {
+        self.init(left: base, right: base + stride,
+                  reverbLeft: base + 2 * stride, reverbRight: base + 3 * stride,
+                  chorusLeft: base + 4 * stride, chorusRight: base + 5 * stride,
+                  delayLeft: base + 6 * stride, delayRight: base + 7 * stride)
+    }
+
     /// Writes silence to the three sends (`frames` frames).
     @inlinable public func silenceSends(frames: Int) {
         reverbLeft.update(repeating: 0, count: frames)

@@ -67,6 +67,15 @@ public enum ChannelPartition {
         return load
     }
 
+    /// Per channel (global, 0..<channels): whether the file plays a note on it.
+    public static func playing(_ schedule: MIDISchedule, channels: Int) -> [Bool] {
+        var plays = [Bool](repeating: false, count: channels)
+        for e in schedule.events {
+            if case .message(let m) = e.kind, m.isNoteOn, let c = m.channel, Int(c) < channels { plays[Int(c)] = true }
+        }
+        return plays
+    }
+
     /// Channels (global, 0..<channels) in `parts` groups of similar
     /// `estimatedLoad`: the busiest channel goes to the least-loaded group,
     /// and so on (ties broken by channel number, so the split is
@@ -74,10 +83,7 @@ public enum ChannelPartition {
     /// would stay empty are dropped.
     public static func balance(_ schedule: MIDISchedule, channels: Int, parts: Int) -> [[Int]] {
         let cost = estimatedLoad(schedule, channels: channels)
-        var plays = [Bool](repeating: false, count: channels)
-        for e in schedule.events {
-            if case .message(let m) = e.kind, m.isNoteOn, let c = m.channel, Int(c) < channels { plays[Int(c)] = true }
-        }
+        let plays = playing(schedule, channels: channels)
         let playing = (0..<channels).filter { plays[$0] }.sorted { (cost[$0], -$0) > (cost[$1], -$1) }
         let count = max(1, min(parts, playing.count))
         var groups = [[Int]](repeating: [], count: count)

@@ -26,6 +26,14 @@ public struct SoundFontOptions: Sendable {
     public var gain: Double = 0.2
     /// Velocity factor for notes struck while the soft pedal (CC 67) is down.
     public var softPedalVelocity: Double = 0.7
+    /// The channels (global numbers) that will play notes through this unit,
+    /// when known in advance (an offline render reads them from the file);
+    /// nil: any channel may. Without its own effects FluidSynth gives each
+    /// channel an output of its own, and it clears and mixes every output
+    /// each block whether a voice plays into it or not: sixteen outputs cost
+    /// about 14 % of a typical render on one core. Naming the channels lets
+    /// the unit ask for only as many outputs as it needs (see `outputCount`).
+    public var soundingChannels: [Int]? = nil
     public init() {}
 }
 
@@ -55,9 +63,18 @@ public final class SoundFontUnit: InstrumentUnit {
     private let groups: Int
     private var maxFrames = 0
     private var channelBuffers: UnsafeMutablePointer<Float>?
+    /// Per group, its left and right buffer, or nil until a note plays into
+    /// the group (FluidSynth skips nil outputs, and so does the mix).
     private var outPointers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>?
-    /// Send levels per channel (0...1): target from CC 91/93/94, current for ramping.
+    private var groupActive: UnsafeMutablePointer<Bool>
+    /// Per group: the channel whose send levels the group's output takes.
+    /// A channel named in `soundingChannels` owns its group for good; any
+    /// other group follows the channel of its latest note-on.
+    private var groupOwner: UnsafeMutablePointer<Int>
+    private var ownerFixed: UnsafeMutablePointer<Bool>
+    /// Send levels (0...1) per channel, from CC 91/93/94.
     private var sendTarget: UnsafeMutablePointer<Float>
+    /// Send levels per group as last applied, for ramping.
     private var sendCurrent: UnsafeMutablePointer<Float>
     private var voices = 0
 
@@ -87,7 +104,9 @@ public final class SoundFontUnit: InstrumentUnit {
         fluid_settings_setnum(settings, "synth.gain", options.gain)
         // Without its own effects FluidSynth hands Spinet one stereo output
         // per MIDI channel, from which the unit makes the effect sends.
-        let groups = options.fluidEffects ? 1 : min(channels, 128)
+        let limit = min(channels, 128)
+        let sounding = options.soundingChannels.map { $0.filter { (0..<channels).contains($0) } }
+        let groups = options.fluidEffects ? 1 : sounding.map { Self.outputCount(for: $0, limit: limit) } ?? limit
         fluid_settings_setint(settings, "synth.audio-groups", Int32(groups))
         fluid_settings_setint(settings, "synth.audio-channels", Int32(groups))
         // FluidSynth fills process-wide tables the first time a synth is
@@ -127,18 +146,45 @@ public final class SoundFontUnit: InstrumentUnit {
         softPedal.initialize(repeating: false, count: channels)
         fluidEffects = options.fluidEffects
         self.groups = groups
-        sendTarget = .allocate(capacity: 3 * groups)
+        sendTarget = .allocate(capacity: 3 * channels)
         sendCurrent = .allocate(capacity: 3 * groups)
-        Self.resetSends(sendTarget, groups: groups)
-        Self.resetSends(sendCurrent, groups: groups)
+        Self.resetSends(sendTarget, count: channels)
+        Self.resetSends(sendCurrent, count: groups)
+        groupActive = .allocate(capacity: groups)
+        groupActive.initialize(repeating: false, count: groups)
+        groupOwner = .allocate(capacity: groups)
+        ownerFixed = .allocate(capacity: groups)
+        for g in 0..<groups {
+            groupOwner[g] = g
+            ownerFixed[g] = sounding == nil
+        }
+        for c in sounding ?? [] where !ownerFixed[c % groups] {
+            groupOwner[c % groups] = c
+            ownerFixed[c % groups] = true
+        }
     }
 
+    /// The FluidSynth outputs a unit needs so that each of `channels` has
+    /// its own (channel c plays into output c % count): the smallest count,
+    /// from one per channel up to `limit`, that gives no two of them the
+    /// same output. At most `limit`; at least 1.
+    public static func outputCount(for channels: [Int], limit: Int) -> Int {
+        let distinct = Set(channels)
+        guard !distinct.isEmpty else { return 1 }
+        var count = distinct.count
+        while count < limit && Set(distinct.map { $0 % count }).count < distinct.count { count += 1 }
+        return min(count, limit)
+    }
+
+    /// FluidSynth outputs this unit renders into (1 with its own effects).
+    public var outputGroups: Int { groups }
+
     /// General MIDI defaults: reverb send 40, chorus 0, delay 0.
-    static func resetSends(_ levels: UnsafeMutablePointer<Float>, groups: Int) {
-        for g in 0..<groups {
-            levels[3 * g] = 40 / 127
-            levels[3 * g + 1] = 0
-            levels[3 * g + 2] = 0
+    static func resetSends(_ levels: UnsafeMutablePointer<Float>, count: Int) {
+        for k in 0..<count {
+            levels[3 * k] = 40 / 127
+            levels[3 * k + 1] = 0
+            levels[3 * k + 2] = 0
         }
     }
 
@@ -148,6 +194,9 @@ public final class SoundFontUnit: InstrumentUnit {
         softPedal.deallocate()
         sendTarget.deallocate()
         sendCurrent.deallocate()
+        groupActive.deallocate()
+        groupOwner.deallocate()
+        ownerFixed.deallocate()
         channelBuffers?.deallocate()
         outPointers?.deallocate()
     }
@@ -228,8 +277,18 @@ public final class SoundFontUnit: InstrumentUnit {
         buffers.initialize(repeating: 0, count: 2 * groups * maxFrames)
         channelBuffers = buffers
         let pointers = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: 2 * groups)
-        for k in 0..<(2 * groups) { pointers[k] = buffers + k * maxFrames }
+        for k in 0..<(2 * groups) { pointers[k] = groupActive[k / 2] ? buffers + k * maxFrames : nil }
         outPointers = pointers
+    }
+
+    /// Gives group `g` its buffers (still zero: nothing wrote to them).
+    @inline(__always)
+    private func activate(_ g: Int) {
+        groupActive[g] = true
+        if let buffers = channelBuffers, let pointers = outPointers {
+            pointers[2 * g] = buffers + 2 * g * maxFrames
+            pointers[2 * g + 1] = buffers + (2 * g + 1) * maxFrames
+        }
     }
 
     /// Render thread only. Dry sound and the CC 91/93/94 sends, from
@@ -244,29 +303,33 @@ public final class SoundFontUnit: InstrumentUnit {
         }
         FluidLog.markRenderThread()
         let stride = maxFrames
-        for k in 0..<(2 * groups) { (buffers + k * stride).update(repeating: 0, count: frames) }
+        for g in 0..<groups where groupActive[g] {
+            (buffers + 2 * g * stride).update(repeating: 0, count: frames)
+            (buffers + (2 * g + 1) * stride).update(repeating: 0, count: frames)
+        }
         fluid_synth_process(synth, Int32(frames), 0, nil, Int32(2 * groups), pointers)
         voices = Int(fluid_synth_get_active_voice_count(synth))
         output.silence(frames: frames)
         let ramp = 1 / Float(frames)
-        for g in 0..<groups {
+        for g in 0..<groups where groupActive[g] {
             let l = buffers + 2 * g * stride, r = buffers + (2 * g + 1) * stride
             for i in 0..<frames {
                 output.left[i] += l[i]
                 output.right[i] += r[i]
             }
-            mixSend(3 * g, l, r, into: output.reverbLeft, output.reverbRight, frames: frames, ramp: ramp)
-            mixSend(3 * g + 1, l, r, into: output.chorusLeft, output.chorusRight, frames: frames, ramp: ramp)
-            mixSend(3 * g + 2, l, r, into: output.delayLeft, output.delayRight, frames: frames, ramp: ramp)
+            let owner = 3 * groupOwner[g]
+            mixSend(3 * g, owner, l, r, into: output.reverbLeft, output.reverbRight, frames: frames, ramp: ramp)
+            mixSend(3 * g + 1, owner + 1, l, r, into: output.chorusLeft, output.chorusRight, frames: frames, ramp: ramp)
+            mixSend(3 * g + 2, owner + 2, l, r, into: output.delayLeft, output.delayRight, frames: frames, ramp: ramp)
         }
     }
 
-    /// Adds one channel into one send, its level ramping from the current
-    /// value to the target over the call (no zipper noise on CC changes).
+    /// Adds one group into one send, its level ramping from the level last
+    /// applied to the owning channel's over the call (no zipper noise on CC changes).
     @inline(__always)
-    private func mixSend(_ index: Int, _ l: UnsafeMutablePointer<Float>, _ r: UnsafeMutablePointer<Float>,
+    private func mixSend(_ index: Int, _ target: Int, _ l: UnsafeMutablePointer<Float>, _ r: UnsafeMutablePointer<Float>,
                          into dl: UnsafeMutablePointer<Float>, _ dr: UnsafeMutablePointer<Float>, frames: Int, ramp: Float) {
-        let from = sendCurrent[index], to = sendTarget[index]
+        let from = sendCurrent[index], to = sendTarget[target]
         if from == 0 && to == 0 { return }
         let step = (to - from) * ramp
         var level = from
@@ -291,6 +354,9 @@ public final class SoundFontUnit: InstrumentUnit {
             if v == 0 {
                 fluid_synth_noteoff(synth, Int32(c), Int32(k))
             } else {
+                let g = Int(c) % groups
+                if !groupActive[g] { activate(g) }
+                if !ownerFixed[g] { groupOwner[g] = Int(c) }
                 var vel = Int32(v)
                 if softPedal[Int(c)] { vel = max(1, Int32((Double(v) * softVelocity).rounded())) }
                 fluid_synth_noteon(synth, Int32(c), Int32(k), vel)
@@ -301,10 +367,10 @@ public final class SoundFontUnit: InstrumentUnit {
             fluid_synth_key_pressure(synth, Int32(c), Int32(k), Int32(p))
         case .controlChange(let c, let n, let v):
             if n == MIDIController.soft { softPedal[Int(c)] = v >= 64 }
-            let g = Int(c) % groups
-            if n == MIDIController.reverbSend { sendTarget[3 * g] = Float(v) / 127 }
-            if n == MIDIController.chorusSend { sendTarget[3 * g + 1] = Float(v) / 127 }
-            if n == MIDIController.delaySend { sendTarget[3 * g + 2] = Float(v) / 127 }
+            let s = 3 * Int(c)
+            if n == MIDIController.reverbSend { sendTarget[s] = Float(v) / 127 }
+            if n == MIDIController.chorusSend { sendTarget[s + 1] = Float(v) / 127 }
+            if n == MIDIController.delaySend { sendTarget[s + 2] = Float(v) / 127 }
             if n == MIDIController.resetAllControllers { softPedal[Int(c)] = false }
             fluid_synth_cc(synth, Int32(c), Int32(n), Int32(v))
         case .programChange(let c, let p):
@@ -315,7 +381,7 @@ public final class SoundFontUnit: InstrumentUnit {
             fluid_synth_pitch_bend(synth, Int32(c), Int32(v))
         case .systemReset:
             softPedal.update(repeating: false, count: channels)
-            Self.resetSends(sendTarget, groups: groups)
+            Self.resetSends(sendTarget, count: channels)
             fluid_synth_system_reset(synth)
         }
     }
@@ -330,7 +396,7 @@ public final class SoundFontUnit: InstrumentUnit {
         let gsReset = message.count == 11 && message[1] == 0x41 && message[3] == 0x42 && message[5] == 0x40 && message[6] == 0x00 && message[7] == 0x7F
         if gmReset || gsReset {
             softPedal.update(repeating: false, count: channels)
-            Self.resetSends(sendTarget, groups: groups)
+            Self.resetSends(sendTarget, count: channels)
         }
     }
 

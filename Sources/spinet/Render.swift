@@ -241,10 +241,13 @@ struct Render: ParsableCommand {
         var groups = ChannelPartition.balance(schedule, channels: ports * 16, parts: Self.partitions)
             .map { $0.filter { !synthChannels.contains($0) } }.filter { !$0.isEmpty }
         if groups.isEmpty { groups = [[]] }   // the SoundFont player stays for Bank Select switches back
+        let plays = ChannelPartition.playing(schedule, channels: ports * 16)
         var units: [SoundFontUnit] = []
         do {
             // FluidSynth shares one copy of the sample data between its synths.
-            for _ in groups {
+            for channels in groups {
+                // only the channels that play get an output of their own
+                options.soundingChannels = channels.filter { plays[$0] }
                 units.append(try SoundFontUnit(fonts: fonts, sampleRate: Double(rate), channels: ports * 16, options: options))
             }
         } catch {

@@ -99,8 +99,7 @@ final class SwappableInstrumentTests: XCTestCase {
         slot.prepare(sampleRate: 1000, maxFrames: 64, channels: 16)
         let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 8 * 64)
         defer { buffers.deallocate() }
-        let out = UnitOutput(left: buffers, right: buffers + 64, reverbLeft: buffers + 128, reverbRight: buffers + 192,
-                             chorusLeft: buffers + 256, chorusRight: buffers + 320, delayLeft: buffers + 384, delayRight: buffers + 448)
+        let out = UnitOutput(planar: buffers, stride: 64)
         slot.receive(.noteOn(channel: 0, key: 60, velocity: 100))
         XCTAssertTrue(slot.offer(LoggingUnit(name: "new", level: 10)))
         slot.render(out, frames: 64)
@@ -166,8 +165,7 @@ final class RealtimeSafetyTests: XCTestCase {
         old.logging = false
         let sends = UnsafeMutablePointer<Float>.allocate(capacity: 8 * 256)
         defer { sends.deallocate() }
-        let unitOutput = UnitOutput(left: sends, right: sends + 256, reverbLeft: sends + 512, reverbRight: sends + 768,
-                                    chorusLeft: sends + 1024, chorusRight: sends + 1280, delayLeft: sends + 1536, delayRight: sends + 1792)
+        let unitOutput = UnitOutput(planar: sends, stride: 256)
         let slot = SwappableInstrument(old, channels: 16, ringOutSeconds: 0.01)
         slot.prepare(sampleRate: 48000, maxFrames: 256, channels: 16)
         let new = LoggingUnit(name: "new", level: 0.1)

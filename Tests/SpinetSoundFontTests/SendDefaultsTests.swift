@@ -12,7 +12,7 @@ struct SendDefaultsTests {
         let levels = UnsafeMutablePointer<Float>.allocate(capacity: 3)
         defer { levels.deallocate() }
         levels.initialize(repeating: -1, count: 3)
-        SoundFontUnit.resetSends(levels, groups: 1)
+        SoundFontUnit.resetSends(levels, count: 1)
         #expect(levels[0] == OscillatorSynth.defaultReverbSend)
         #expect(levels[1] == OscillatorSynth.defaultChorusSend)
         #expect(levels[2] == OscillatorSynth.defaultDelaySend)

@@ -23,10 +23,7 @@ func renderWithSends(_ synth: OscillatorSynth, frames: Int, events: [(frame: Int
     var storage = planes.flatMap { $0 }
     storage.withUnsafeMutableBufferPointer { buffer in
         let base = buffer.baseAddress!
-        let output = UnitOutput(left: base, right: base + frames,
-                                reverbLeft: base + 2 * frames, reverbRight: base + 3 * frames,
-                                chorusLeft: base + 4 * frames, chorusRight: base + 5 * frames,
-                                delayLeft: base + 6 * frames, delayRight: base + 7 * frames)
+        let output = UnitOutput(planar: base, stride: frames)
         while position < frames {
             while next < sorted.count && sorted[next].frame <= position {
                 synth.receive(sorted[next].message)
@@ -257,10 +254,7 @@ struct SendTests {
         let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 8 * 256)
         buffers.initialize(repeating: 0, count: 8 * 256)
         defer { buffers.deallocate() }
-        let output = UnitOutput(left: buffers, right: buffers + 256,
-                                reverbLeft: buffers + 512, reverbRight: buffers + 768,
-                                chorusLeft: buffers + 1024, chorusRight: buffers + 1280,
-                                delayLeft: buffers + 1536, delayRight: buffers + 1792)
+        let output = UnitOutput(planar: buffers, stride: 256)
         var sent: Float = 0
         for pass in 0..<2 {
             EngineIntegrationTests.busySecond(into: queue, start: 0)
