@@ -113,6 +113,11 @@ public final class Engine: @unchecked Sendable {
     private var postSet = 0
     private var postLeft: UnsafeMutablePointer<Float>?
     private var postRight: UnsafeMutablePointer<Float>?
+    /// The caller's work to run beside this round's units (see `renderOverlapped`).
+    private var sideTask: (() -> Void)?
+    /// Whether the current round's first extra task is the finishing step
+    /// (fixed before the round starts; the tasks themselves clear `postPending`).
+    private var roundHasFinish = false
 
     /// Frames rendered since `prepare` (the engine timeline's "now").
     public private(set) var frameTime: Int64 = 0
@@ -411,7 +416,14 @@ public final class Engine: @unchecked Sendable {
     /// any number of threads: each unit and the finishing step do the same
     /// work whichever thread runs them. A live render thread must use
     /// `render` (this waits for the workers).
-    public func renderOverlapped(frames: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>) -> Int {
+    ///
+    /// `alongside`, when given, runs once during the call as one more task
+    /// of the round, on whichever thread is free (the caller's own work on
+    /// an earlier block's output, such as writing it to a file). It must not
+    /// touch the engine, nor `left`/`right`. Pass the same closure each call
+    /// (creating one per call would allocate).
+    public func renderOverlapped(frames: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
+                                 alongside: (() -> Void)? = nil) -> Int {
         precondition(frames >= 0 && frames <= maxFrames, "renderOverlapped renders at most maxFrames frames")
         let produced = overlapPendingFrames
         if produced > 0 {
@@ -421,8 +433,10 @@ public final class Engine: @unchecked Sendable {
             postLeft = left
             postRight = right
         }
+        sideTask = alongside
         renderUnits(frames: frames, set: overlapSet)
         if postPending { finishPending() }      // no workers, or no unit round ran it
+        runSideTask()
         overlapPendingFrames = frames
         overlapSet = 1 - overlapSet
         return produced
@@ -442,6 +456,19 @@ public final class Engine: @unchecked Sendable {
         guard postPending else { return }
         postPending = false
         finish(frames: postFrames, set: postSet, left: postLeft!, right: postRight!)
+    }
+
+    /// The caller's side task of this call, once (any one thread).
+    func runSideTask() {
+        guard let task = sideTask else { return }
+        sideTask = nil
+        task()
+    }
+
+    /// Extra task `index` of a worker round: the finishing step first (when
+    /// the round has one), then the side task.
+    func runExtraTask(_ index: Int) {
+        if roundHasFinish && index == 0 { finishPending() } else { runSideTask() }
     }
 
     /// Gathers the next `frames` frames' events and renders every unit into
@@ -530,8 +557,9 @@ public final class Engine: @unchecked Sendable {
             // (in parallel when offline workers exist; they also take the
             // pending finishing step, once).
             if let pool = workers {
+                roundHasFinish = postPending
                 pool.run(sliceStart: sliceStart, sliceEnd: sliceEnd, blockStart: blockStart,
-                         tasks: unitCount + (postPending ? 1 : 0))
+                         tasks: unitCount + (postPending ? 1 : 0) + (sideTask != nil ? 1 : 0))
             } else {
                 for u in 0..<unitCount { renderUnit(u, sliceStart: sliceStart, sliceEnd: sliceEnd, blockStart: blockStart) }
             }

@@ -4,19 +4,25 @@ import Synchronization
 /// Offline only: renders the engine's units on several threads.
 ///
 /// Each slice is one round of tasks: task `u < units` renders unit `u`;
-/// task `units` (when there is one) is the pending finishing step of
-/// `Engine.renderOverlapped` (mixing, effects and limiter of the block
-/// before). Units are independent within a slice — each reads the slice's
-/// events and writes its own buffers — and the finishing step reads only the
-/// other buffer set, so the threads take tasks in order from a shared
+/// the tasks after them (when there are any) are the pending finishing
+/// step of `Engine.renderOverlapped` (mixing, effects and limiter of the
+/// block before) and the caller's side task (writing an earlier block).
+/// Units are independent within a slice — each reads the slice's events and
+/// writes its own buffers — and the finishing step reads only the other
+/// buffer set, so the threads take tasks in order from a shared
 /// counter, whichever is free first: a thread whose unit was light goes on
 /// to the next task instead of waiting. Whichever thread runs a task, it
 /// does the same work, so the output is identical to rendering everything
 /// on one thread.
 ///
 /// The caller (thread 0) hands the round to the workers, takes tasks
-/// itself, then waits for the workers. The wait makes this unfit for a live
-/// render thread; the live driver keeps `offlineRenderThreads` at 1.
+/// itself, then waits for the workers. Rounds come every few hundred
+/// microseconds, so both hand-overs spin on atomics first: waking a thread
+/// through the kernel costs tens of microseconds on a virtual machine, a
+/// sizable share of a round. A worker that finds no round for `spinLimit`
+/// checks goes to sleep on a semaphore (between files, at the end), and the
+/// caller wakes it. The waits make this unfit for a live render thread; the
+/// live driver keeps `offlineRenderThreads` at 1.
 final class UnitWorkers: @unchecked Sendable {
     private unowned let engine: Engine
     private let threads: Int
@@ -25,18 +31,25 @@ final class UnitWorkers: @unchecked Sendable {
     private var blockStart: Int64 = 0
     private var taskCount = 0
     private let nextTask = Atomic<Int>(0)
+    /// Bumped by the caller to start a round (releasing the round's fields).
+    private let round = Atomic<Int>(0)
+    /// Workers still busy with the current round.
+    private let busy = Atomic<Int>(0)
+    /// Bit w: worker w is asleep on its semaphore (or about to be).
+    private let asleep = Atomic<UInt64>(0)
+    private let wake: [DispatchSemaphore]
+    private let finished = DispatchSemaphore(value: 0)
     private var stopping = false
-    private let go: [DispatchSemaphore]
-    private let done: [DispatchSemaphore]
     private var workerThreads: [Thread] = []
+    /// Checks of `round` a worker makes before it sleeps: about 100 µs.
+    static let spinLimit = 200_000
 
     init(engine: Engine, threads: Int) {
         self.engine = engine
         self.threads = threads
-        go = (1..<threads).map { _ in DispatchSemaphore(value: 0) }
-        done = (1..<threads).map { _ in DispatchSemaphore(value: 0) }
+        wake = (1..<threads).map { _ in DispatchSemaphore(value: 0) }
         for w in 1..<threads {
-            let t = Thread { [unowned self] in self.workerLoop(w) }
+            let t = Thread { [unowned self] in self.workerLoop(w - 1) }
             t.name = "spinet-render-\(w)"
             t.stackSize = 1 << 20
             workerThreads.append(t)
@@ -45,11 +58,40 @@ final class UnitWorkers: @unchecked Sendable {
     }
 
     private func workerLoop(_ w: Int) {
+        var seen = 0
         while true {
-            go[w - 1].wait()
-            if stopping { done[w - 1].signal(); return }
+            seen = waitForRound(after: seen, worker: w)
+            if stopping {
+                _ = busy.wrappingSubtract(1, ordering: .releasing)
+                finished.signal()
+                return
+            }
             takeTasks()
-            done[w - 1].signal()
+            _ = busy.wrappingSubtract(1, ordering: .releasing)
+        }
+    }
+
+    /// Spins, then sleeps, until the caller starts a round after `seen`.
+    private func waitForRound(after seen: Int, worker w: Int) -> Int {
+        var spins = 0
+        while true {
+            let r = round.load(ordering: .acquiring)
+            if r != seen { return r }
+            spins += 1
+            if spins < Self.spinLimit { continue }
+            // Announce the sleep, then look once more: a round started in
+            // between is either seen here or followed by a wake-up.
+            let bit = UInt64(1) << UInt64(w)
+            asleep.bitwiseOr(bit, ordering: .sequentiallyConsistent)
+            let again = round.load(ordering: .sequentiallyConsistent)
+            if again != seen {
+                // The caller may have taken the flag and signalled already.
+                let before = asleep.bitwiseAnd(~bit, ordering: .sequentiallyConsistent).oldValue
+                if before & bit == 0 { wake[w].wait() }
+                return again
+            }
+            wake[w].wait()
+            spins = 0
         }
     }
 
@@ -61,8 +103,18 @@ final class UnitWorkers: @unchecked Sendable {
             if t < units {
                 engine.renderUnit(t, sliceStart: sliceStart, sliceEnd: sliceEnd, blockStart: blockStart)
             } else {
-                engine.finishPending()
+                engine.runExtraTask(t - units)
             }
+        }
+    }
+
+    /// Starts a round: publishes the fields written before it, wakes sleepers.
+    private func startRound() {
+        busy.store(threads - 1, ordering: .relaxed)
+        round.wrappingAdd(1, ordering: .sequentiallyConsistent)
+        let sleepers = asleep.exchange(0, ordering: .sequentiallyConsistent)
+        if sleepers != 0 {
+            for w in 0..<(threads - 1) where sleepers & (UInt64(1) << UInt64(w)) != 0 { wake[w].signal() }
         }
     }
 
@@ -73,16 +125,19 @@ final class UnitWorkers: @unchecked Sendable {
         self.blockStart = blockStart
         taskCount = tasks
         nextTask.store(0, ordering: .relaxed)
-        var i = 0
-        while i < go.count { go[i].signal(); i += 1 }   // orders the writes above before the workers' reads
+        startRound()
         takeTasks()
-        i = 0
-        while i < done.count { done[i].wait(); i += 1 }
+        // The workers' last tasks are at most one unit's slice away.
+        var spins = 0
+        while busy.load(ordering: .acquiring) > 0 {
+            spins += 1
+            if spins % 4096 == 0 { sched_yield() }
+        }
     }
 
     func stop() {
         stopping = true
-        for s in go { s.signal() }
-        for s in done { s.wait() }
+        startRound()
+        for _ in 1..<threads { finished.wait() }
     }
 }

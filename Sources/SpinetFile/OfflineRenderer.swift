@@ -53,8 +53,75 @@ public final class OfflineRenderer {
         self.options = options
     }
 
-    /// Renders everything. `sink` receives output in order; `progress` gets
-    /// the fraction of the music done; `shouldStop` is polled once a block.
+    /// The output side of a render: each finished block's peak and loudness,
+    /// the quiet frames held back, and the sink. It runs as the engine's
+    /// side task (`Engine.renderOverlapped(alongside:)`), one block behind
+    /// the engine, on whichever render thread is free: writing overlaps the
+    /// rendering of the next blocks instead of following it.
+    private final class Output {
+        let threshold: Float
+        let musicEnd: Int64
+        let holdL: UnsafeMutablePointer<Float>, holdR: UnsafeMutablePointer<Float>
+        var held = 0
+        var written: Int64 = 0
+        var peak: Float = 0
+        var failure: (any Error)?
+        // the block to take: its buffers, frames, and frames to drop at its start
+        var left: UnsafeMutablePointer<Float>?
+        var right: UnsafeMutablePointer<Float>?
+        var frames = 0
+        var skip = 0
+        var sink: ((UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void)?
+
+        init(threshold: Float, musicEnd: Int64, holdCapacity: Int) {
+            self.threshold = threshold
+            self.musicEnd = musicEnd
+            holdL = .allocate(capacity: holdCapacity)
+            holdR = .allocate(capacity: holdCapacity)
+        }
+
+        deinit { holdL.deallocate(); holdR.deallocate() }
+
+        /// Takes the block set up in `left`/`right`/`frames`/`skip`: frames
+        /// up to the last loud one (and all before the end of the music) go
+        /// to the sink, quiet ones after it wait in the hold buffer.
+        func take() {
+            guard failure == nil, let left, let right, let sink else { return }
+            let m = frames - skip
+            guard m > 0 else { return }
+            let outStart = written + Int64(held)
+            var lastLoud = -1
+            for i in skip..<frames {
+                let a = max(abs(left[i]), abs(right[i]))
+                if a > peak { peak = a }
+                if a > threshold { lastLoud = i - skip }
+            }
+            // Frames before the end of the music are always kept.
+            let keepThrough = max(lastLoud, Int(min(Int64(m), max(0, musicEnd - outStart))) - 1)
+            (holdL + held).update(from: left + skip, count: m)
+            (holdR + held).update(from: right + skip, count: m)
+            held += m
+            if keepThrough >= 0 {
+                let flush = held - m + keepThrough + 1
+                do {
+                    try sink(holdL, holdR, flush)
+                } catch {
+                    failure = error
+                    return
+                }
+                written += Int64(flush)
+                held -= flush
+                if held > 0 {
+                    holdL.update(from: holdL + flush, count: held)
+                    holdR.update(from: holdR + flush, count: held)
+                }
+            }
+        }
+    }
+
+    /// Renders everything. `sink` receives output in order (on any of the
+    /// render threads, one call at a time); `progress` gets the fraction of
+    /// the music done; `shouldStop` is polled once a block.
     public func run(sink: (UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void,
                     progress: (Double) -> Void = { _ in },
                     shouldStop: () -> Bool = { false }) throws -> RenderReport {
@@ -62,7 +129,6 @@ public final class OfflineRenderer {
         let block = options.blockFrames
         let rate = Double(schedule.sampleRate)
         let latency = Int64(engine.latencyFrames)
-        let threshold = Float(pow(10, options.silenceDBFS / 20))
         let events = schedule.events
         let musicEnd = max(schedule.endFrame, events.last?.frame ?? 0)
         let silenceFrames = Int64(options.silenceWindow * rate)
@@ -71,95 +137,85 @@ public final class OfflineRenderer {
         let capFrame = capOverflow ? Int64.max : capSum
         let fadeFrames = max(1, Int(options.fadeSeconds * rate))
 
-        let left = UnsafeMutablePointer<Float>.allocate(capacity: block)
-        let right = UnsafeMutablePointer<Float>.allocate(capacity: block)
+        // Two output buffers: the engine finishes a block into one while the
+        // block before waits in the other to be taken.
+        let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 4 * block)
+        defer { buffers.deallocate() }
         // Quiet frames after the music, held back until sound resumes or the render ends.
-        let holdCapacity = Int(silenceFrames) + block
-        let holdL = UnsafeMutablePointer<Float>.allocate(capacity: holdCapacity)
-        let holdR = UnsafeMutablePointer<Float>.allocate(capacity: holdCapacity)
-        defer { left.deallocate(); right.deallocate(); holdL.deallocate(); holdR.deallocate() }
-        var held = 0
+        let output = Output(threshold: Float(pow(10, options.silenceDBFS / 20)), musicEnd: musicEnd,
+                            holdCapacity: Int(silenceFrames) + block)
+        let take = { output.take() }
 
         var next = 0
         var nextTempo = 0
         let tempos = schedule.tempoChanges
         var rendered: Int64 = 0          // engine frames whose units are rendered
         var produced: Int64 = 0          // engine frames finished (one block behind `rendered`)
-        var written: Int64 = 0           // output frames handed to sink (output frame = engine frame - latency)
-        var peak: Float = 0
+        var taken: Int64 = 0             // engine frames the output side has taken (one block behind `produced`)
         var fading = false
         var tailCapped = false
         var interrupted = false
         var lastProgress = -1.0
+        var current = 0                  // the buffer the engine finishes into next
 
-        while true {
-            if shouldStop() { interrupted = true; break }
-            // Hand the engine this block's events through the same queue the live driver uses.
-            let blockEnd = rendered + Int64(block)
-            // Tempo-synced effects follow the file's tempo, from the block its change falls in.
-            while nextTempo < tempos.count && tempos[nextTempo].frame < blockEnd {
-                engine.setTempo(beatsPerMinute: 60_000_000 / Double(max(tempos[nextTempo].microsecondsPerQuarter, 1)))
-                nextTempo += 1
-            }
-            while next < events.count && events[next].frame < blockEnd {
-                let e = events[next]
-                let ok: Bool
-                switch e.kind {
-                case .message(let m): ok = queue.push(EngineEvent(frame: e.frame, m))
-                case .sysEx(let i): ok = queue.pushSysEx(frame: e.frame, schedule.sysEx[i])
+        try withoutActuallyEscaping(sink) { sink in
+            output.sink = sink
+            defer { output.sink = nil }
+            while true {
+                if shouldStop() { interrupted = true; break }
+                // Hand the engine this block's events through the same queue the live driver uses.
+                let blockEnd = rendered + Int64(block)
+                // Tempo-synced effects follow the file's tempo, from the block its change falls in.
+                while nextTempo < tempos.count && tempos[nextTempo].frame < blockEnd {
+                    engine.setTempo(beatsPerMinute: 60_000_000 / Double(max(tempos[nextTempo].microsecondsPerQuarter, 1)))
+                    nextTempo += 1
                 }
-                if !ok { break }
-                next += 1
-            }
-            var n = block
-            if next < events.count && events[next].frame < blockEnd {
-                // queue full: render up to the first event that did not fit, then refill
-                n = max(1, Int(events[next].frame - rendered))
-            }
-            let done = engine.renderOverlapped(frames: n, left: left, right: right)
-            rendered += Int64(n)
-            produced += Int64(done)
-
-            // Drop the limiter's look-ahead from the front so output frame = event frame.
-            let skip = Int(max(0, min(Int64(done), latency - (produced - Int64(done)))))
-            let m = done - skip
-            if m > 0 {
-                let outStart = written + Int64(held)
-                var lastLoud = -1
-                for i in skip..<done {
-                    let a = max(abs(left[i]), abs(right[i]))
-                    if a > peak { peak = a }
-                    if a > threshold { lastLoud = i - skip }
-                }
-                // Frames before the end of the music are always kept.
-                let keepThrough = max(lastLoud, Int(min(Int64(m), max(0, musicEnd - outStart))) - 1)
-                (holdL + held).update(from: left + skip, count: m)
-                (holdR + held).update(from: right + skip, count: m)
-                held += m
-                if keepThrough >= 0 {
-                    let flush = held - m + keepThrough + 1
-                    try sink(holdL, holdR, flush)
-                    written += Int64(flush)
-                    held -= flush
-                    if held > 0 {
-                        holdL.update(from: holdL + flush, count: held)
-                        holdR.update(from: holdR + flush, count: held)
+                while next < events.count && events[next].frame < blockEnd {
+                    let e = events[next]
+                    let ok: Bool
+                    switch e.kind {
+                    case .message(let m): ok = queue.push(EngineEvent(frame: e.frame, m))
+                    case .sysEx(let i): ok = queue.pushSysEx(frame: e.frame, schedule.sysEx[i])
                     }
+                    if !ok { break }
+                    next += 1
                 }
-            }
+                var n = block
+                if next < events.count && events[next].frame < blockEnd {
+                    // queue full: render up to the first event that did not fit, then refill
+                    n = max(1, Int(events[next].frame - rendered))
+                }
+                let left = buffers + 2 * current * block, right = left + block
+                let pending = output.frames > 0
+                let done = engine.renderOverlapped(frames: n, left: left, right: right, alongside: pending ? take : nil)
+                if let failure = output.failure { throw failure }
+                if pending { taken += Int64(output.frames) }
+                rendered += Int64(n)
+                produced += Int64(done)
 
-            let outFrame = produced - latency
-            let f = min(1, Double(max(outFrame, 0)) / Double(max(musicEnd, 1)))
-            if f - lastProgress >= 0.001 || f == 1 { progress(f); lastProgress = f }
+                // Drop the limiter's look-ahead from the front so output frame = event frame.
+                output.left = left
+                output.right = right
+                output.frames = done
+                output.skip = Int(max(0, min(Int64(done), latency - (produced - Int64(done)))))
+                current = 1 - current
 
-            let allQueued = next == events.count
-            if allQueued && outFrame >= musicEnd && Int64(held) >= silenceFrames { break }
-            if allQueued && !fading && outFrame + Int64(fadeFrames) + latency >= capFrame {
-                engine.requestFadeOut(frames: fadeFrames)
-                fading = true
-                tailCapped = true
+                let outFrame = produced - latency
+                let f = min(1, Double(max(outFrame, 0)) / Double(max(musicEnd, 1)))
+                if f - lastProgress >= 0.001 || f == 1 { progress(f) ; lastProgress = f }
+
+                let allQueued = next == events.count
+                // Ends once the output side has seen the music end and enough silence.
+                if allQueued && taken - latency >= musicEnd && Int64(output.held) >= silenceFrames { break }
+                if allQueued && !fading && outFrame + Int64(fadeFrames) + latency >= capFrame {
+                    engine.requestFadeOut(frames: fadeFrames)
+                    fading = true
+                    tailCapped = true
+                }
             }
         }
+        let written = output.written
+        let peak = output.peak
         let stats = engine.statistics
         return RenderReport(sampleRate: schedule.sampleRate, musicFrames: musicEnd, outputFrames: written,
                             peak: peak, peakVoices: stats.peakVoices, droppedEvents: stats.droppedEvents,

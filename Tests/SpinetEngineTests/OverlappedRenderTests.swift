@@ -127,6 +127,50 @@ struct OverlappedRenderTests {
         #expect(firstDifference == nil, "first difference at sample \(firstDifference ?? -1)")
     }
 
+    /// Final class so the side task can keep its state across calls.
+    final class Taker {
+        var out: [Float]
+        var produced = 0
+        var runs = 0
+        var pending: (l: UnsafeMutablePointer<Float>, r: UnsafeMutablePointer<Float>, n: Int)?
+        init(frames: Int) { out = [Float](repeating: 0, count: 2 * frames) }
+        func take() {
+            runs += 1
+            guard let p = pending else { return }
+            for i in 0..<p.n { out[2 * (produced + i)] = p.l[i]; out[2 * (produced + i) + 1] = p.r[i] }
+            produced += p.n
+            pending = nil
+        }
+    }
+
+    /// The output taken by a side task, one block behind, from two
+    /// alternating buffers (as the offline renderer does), on any number of
+    /// threads: the same samples as `render`, and the task ran once a call.
+    @Test(arguments: [1, 2, 3])
+    func aSideTaskTakesEachBlockOnce(threads: Int) {
+        let frames = 120 * Self.blockFrames
+        let reference = Self.sequential(frames: 100 * Self.blockFrames)
+        let (engine, _) = Self.makeEngine(threads: threads)
+        engine.setTempo(beatsPerMinute: 90)
+        let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 4 * Self.blockFrames)
+        defer { buffers.deallocate() }
+        let taker = Taker(frames: frames)
+        let side = { taker.take() }
+        var calls = 0
+        for k in 0..<(frames / Self.blockFrames) {
+            if k == 50 { engine.setTempo(beatsPerMinute: 140) }
+            let l = buffers + 2 * (k % 2) * Self.blockFrames, r = l + Self.blockFrames
+            let n = engine.renderOverlapped(frames: Self.blockFrames, left: l, right: r, alongside: side)
+            calls += 1
+            #expect(taker.pending == nil)
+            taker.pending = (l, r, n)
+        }
+        #expect(taker.runs == calls)
+        #expect(taker.produced == frames - 2 * Self.blockFrames)
+        let firstDifference = reference.indices.first { reference[$0].bitPattern != taker.out[$0].bitPattern }
+        #expect(firstDifference == nil, "first difference at sample \(firstDifference ?? -1)")
+    }
+
     /// After warming up, one overlapped block allocates nothing and takes no lock (one thread: the live rules).
     @Test func overlappedRenderingAllocatesNothing() {
         #expect(RealtimeProbe.isActive, "the allocation probe is not interposed in this test binary")
