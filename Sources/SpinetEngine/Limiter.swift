@@ -74,7 +74,14 @@ public struct Limiter {
             let peak = Double(max(abs(l), abs(r)))
             let required = peak > ceilingD ? ceilingD / peak : 1
 
-            // running minimum over the last `window` frames
+            // Running minimum over the last `window` frames (this one
+            // included). The frame that leaves the window goes first, so
+            // the ring never holds more than `window` entries: a peak that
+            // falls frame after frame for a whole window fills it exactly.
+            if dequeCount > 0 && dequeIndex[dequeStart] <= frameIndex - window {
+                dequeStart = dequeStart + 1 == window ? 0 : dequeStart + 1
+                dequeCount -= 1
+            }
             while dequeCount > 0 {
                 var last = dequeStart + dequeCount - 1
                 if last >= window { last -= window }
@@ -86,10 +93,6 @@ public struct Limiter {
             dequeValue[slot] = required
             dequeIndex[slot] = frameIndex
             dequeCount += 1
-            if dequeIndex[dequeStart] <= frameIndex - window {
-                dequeStart = dequeStart + 1 == window ? 0 : dequeStart + 1
-                dequeCount -= 1
-            }
             let held = dequeValue[dequeStart]
             frameIndex &+= 1
 

@@ -108,6 +108,30 @@ struct LimiterTests {
         #expect(limiter.limitedFrames == 0)
     }
 
+    /// A peak that falls frame after frame for longer than the look-ahead
+    /// (a loud low note's down-slope, a decaying boost) fills the running
+    /// minimum's ring exactly: the gain still comes from the loudest frame
+    /// of the window, so nothing needs the final clamp (a few ulps aside),
+    /// and the ring never overruns its memory.
+    @Test func aLongFallingPeakIsLimitedByTheLoudestFrameOfTheWindow() {
+        var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
+        defer { limiter.deallocate() }
+        let n = 4000 + 48000
+        // falls from 4.0 to 1.0 over 4000 frames, strictly, then stays (the gain recovers to the ceiling's)
+        var l = (0..<n).map { k in Float(k < 4000 ? 4 - 3 * Double(k) / 4000 : 1) }
+        var r = l.map { -$0 }
+        l.withUnsafeMutableBufferPointer { lp in
+            r.withUnsafeMutableBufferPointer { rp in
+                limiter.process(left: lp.baseAddress!, right: rp.baseAddress!, frames: n)
+            }
+        }
+        let ceiling = Float(pow(10, -1.0 / 20))
+        let clamped = l.filter { $0 == ceiling }.count
+        #expect(l.allSatisfy { $0 <= ceiling } && r.allSatisfy { $0 >= -ceiling })
+        #expect(clamped <= 3, "\(clamped) samples reached the ceiling only through the final clamp")
+        #expect(l[n - 1] > 0.98 * ceiling)
+    }
+
     /// After a loud passage the gain recovers fully and exactly.
     @Test func gainReturnsToExactlyOneAfterAPeak() {
         var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
