@@ -5,8 +5,9 @@ import SpinetMIDI
 
 /// Spinet's real-time core: pulls events from its input queues, splits each
 /// block at event frames so every instrument unit sees each event at its
-/// frame, mixes the units in Float32 with headroom, applies master gain and
-/// finishes with the limiter.
+/// frame, mixes the units in Float32 with headroom, adds the send effects'
+/// returns, applies master gain and the optional master EQ, and finishes
+/// with the limiter.
 ///
 /// One engine, two drivers: the live audio callback and the offline file
 /// renderer call the same `render`.
@@ -36,6 +37,9 @@ public final class Engine: @unchecked Sendable {
         public var reverb: ReverbPreset? = nil
         public var chorus: ChorusPreset? = nil
         public var delay: DelayPreset? = nil
+        /// The master EQ after the effects and the master gain, before the
+        /// limiter (nil, or flat settings: none).
+        public var equalizer: Equalizer.Parameters? = nil
         /// Muted global channels: they play no new note (their note-ons are
         /// dropped; controllers, program changes and note-offs still apply,
         /// so the channel's state stays right and nothing hangs).
@@ -85,6 +89,7 @@ public final class Engine: @unchecked Sendable {
     private var sysExArenaUsed = 0
     private var sysExArenaCapacity: Int
     private var limiter: Limiter?
+    private var equalizer: Equalizer?
     private var workers: UnitWorkers?
     /// Per set: the smoothed master gain for each frame of its block.
     private var gainRamps: [UnsafeMutablePointer<Float>] = []
@@ -275,6 +280,7 @@ public final class Engine: @unchecked Sendable {
         // about 5 ms to settle to a new gain: smooth, yet no audible lag
         gainCoefficient = Float(1 - exp(-1 / (0.005 * sampleRate / 3)))
         limiter = Limiter(sampleRate: sampleRate, ceilingDBFS: configuration.ceilingDBFS)
+        if let p = configuration.equalizer, !p.isFlat { equalizer = Equalizer(sampleRate: sampleRate, parameters: p.clamped) }
         // one task per unit, plus finishing the block before when overlapped
         let threads = min(configuration.offlineRenderThreads, units.count + 1)
         if threads > 1 { workers = UnitWorkers(engine: self, threads: threads) }
@@ -575,7 +581,7 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// Mixes buffer set `set` (`frames` frames), runs the send effects, the
-    /// master gain and the limiter, and writes the result to `left`/`right`.
+    /// master gain, the EQ and the limiter, and writes the result to `left`/`right`.
     private func finish(frames: Int, set: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>) {
         let unitCount = units.count
         let gainRamp = gainRamps[set]
@@ -645,6 +651,7 @@ public final class Engine: @unchecked Sendable {
             right[i] *= g
         }
         if fadeStep > 0 && fadeGain == 0 { fadeGainAtomic.store(0, ordering: .releasing) }
+        if equalizer != nil { equalizer!.process(left: left, right: right, frames: frames) }
         limiter!.process(left: left, right: right, frames: frames)
     }
 

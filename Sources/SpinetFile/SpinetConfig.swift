@@ -12,9 +12,17 @@ import Foundation
 ///   "presets": "~/synth-presets.json",
 ///   "rate": 48000,
 ///   "mute": ["10"],
-///   "solo": []
+///   "solo": [],
+///   "effects": "spinet",
+///   "reverb": "hall",
+///   "chorus": "subtle",
+///   "delay": "none",
+///   "highpass": "30",
+///   "low-shelf": "+2@120",
+///   "high-shelf": "-3@8000"
 /// }
 /// ```
+/// The effect keys take what the options of the same name take.
 /// Every key is optional; an unknown key is an error, so a typo does not pass silently.
 public struct SpinetConfig: Equatable, Sendable {
     public var soundFonts: [String] = []
@@ -24,6 +32,14 @@ public struct SpinetConfig: Equatable, Sendable {
     /// Channel specs to mute and to solo (as `--mute` and `--solo` take them).
     public var mute: [String] = []
     public var solo: [String] = []
+    /// Effects and master EQ, as the options of the same name take them.
+    public var effects: String?
+    public var reverb: String?
+    public var chorus: String?
+    public var delay: String?
+    public var highPass: String?
+    public var lowShelf: String?
+    public var highShelf: String?
     public var path: String?
 
     public init() {}
@@ -32,7 +48,8 @@ public struct SpinetConfig: Equatable, Sendable {
         public var description: String
     }
 
-    static let keys: Set<String> = ["soundfonts", "channels", "presets", "rate", "mute", "solo"]
+    static let keys: Set<String> = ["soundfonts", "channels", "presets", "rate", "mute", "solo",
+                                    "effects", "reverb", "chorus", "delay", "highpass", "low-shelf", "high-shelf"]
 
     /// The default location, whether or not a file is there.
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
@@ -80,6 +97,20 @@ public struct SpinetConfig: Equatable, Sendable {
             guard let s = p as? String else { throw ConfigError(description: "config \(path): \"presets\" must be a string (a path)") }
             config.presets = (s as NSString).expandingTildeInPath
         }
+        // a string, or a number where one is natural ("highpass": 30)
+        func setting(_ key: String) throws(ConfigError) -> String? {
+            guard let v = dict[key] else { return nil }
+            if let s = v as? String { return s }
+            if let n = v as? NSNumber, !(v is Bool) { return n.stringValue }
+            throw ConfigError(description: "config \(path): \"\(key)\" must be a string")
+        }
+        config.effects = try setting("effects")
+        config.reverb = try setting("reverb")
+        config.chorus = try setting("chorus")
+        config.delay = try setting("delay")
+        config.highPass = try setting("highpass")
+        config.lowShelf = try setting("low-shelf")
+        config.highShelf = try setting("high-shelf")
         if let r = dict["rate"] {
             guard let n = r as? Int, !(r is Bool) else { throw ConfigError(description: "config \(path): \"rate\" must be a whole number of Hz") }
             config.rate = n

@@ -349,6 +349,8 @@ public final class SoundFontUnit: InstrumentUnit {
     }
 
     public func receive(_ message: MIDIMessage) {
+        // FluidSynth has `channels` channels; the per-channel state here too.
+        if let c = message.channel, Int(c) >= channels { return }
         switch message {
         case .noteOn(let c, let k, let v):
             if v == 0 {

@@ -10,6 +10,7 @@
 //
 // Usage: spinet-rtcheck [SOUNDFONT] [--period FRAMES] [--cycles N]
 import Foundation
+import SpinetEffects
 import SpinetEngine
 import SpinetFile
 import SpinetMIDI
@@ -65,6 +66,7 @@ final class Rig: @unchecked Sendable {
             config.reverb = .hall
             config.chorus = .wide
             config.delay = .dottedEighth
+            config.equalizer = .init(highPassEnabled: true, highPassFrequency: 30, lowShelfGainDB: 2, highShelfGainDB: -2)
         }
         engine = Engine(configuration: config)
         engine.routeAll(to: engine.add(unit))
@@ -140,7 +142,7 @@ for spinetEffects in [false, true] {
         for _ in 0..<200 { box.feed(); box.render() }
     }
     let syscalls = trapped.map { String($0.count) } ?? "not measured (seccomp unavailable)"
-    let what = spinetEffects ? "SoundFont unit (Spinet's reverb, chorus, delay) + oscillator synth"
+    let what = spinetEffects ? "SoundFont unit (Spinet's reverb, chorus, delay, EQ) + oscillator synth"
                              : "SoundFont unit (FluidSynth's effects) + oscillator synth"
     print(String(format: "%@, up to %d voices, %d-frame periods: per %d render cycles %d allocations, %d frees, %d lock calls; system calls in 200 cycles: %@",
                  what, rig.engine.statistics.peakVoices, o.period, o.cycles, allocations, frees, locks, syscalls))

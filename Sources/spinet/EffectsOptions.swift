@@ -1,13 +1,16 @@
 import ArgumentParser
+import Foundation
 import SpinetEffects
+import SpinetFile
 
-/// The effect options `render` and `play` share.
+/// The effect and master-EQ options `render` and `play` share. Each may
+/// also be set in the config file under the same name (the option wins).
 struct EffectsOptions: ParsableArguments {
     /// The effects a render or a live session gets when no option says otherwise.
     static let defaultEffects = "spinet"
 
     @Option(help: "Effects: spinet (Spinet's reverb, chorus and delay on CC 91/93/94 sends, shared by every instrument) or fluidsynth (FluidSynth's own reverb and chorus, SoundFont channels only). Default: \(EffectsOptions.defaultEffects).")
-    var effects: String = EffectsOptions.defaultEffects
+    var effects: String?
 
     @Option(help: "Spinet reverb preset: room, hall, plate (or a GS/GM2 type name such as hall2, large-hall) or none (implies --effects spinet).")
     var reverb: String?
@@ -18,8 +21,17 @@ struct EffectsOptions: ParsableArguments {
     @Option(help: "Spinet delay preset: eighth, dotted-eighth or none, synced to the tempo (implies --effects spinet).")
     var delay: String?
 
-    @Flag(help: "No effects at all, for comparisons.")
+    @Flag(help: "No reverb, chorus or delay, for comparisons (an EQ asked for stays).")
     var dry = false
+
+    @Option(name: .customLong("highpass"), help: ArgumentHelp("Master high-pass (Butterworth, -3 dB at the corner) at HZ, 10-2000, or off (the default).", valueName: "hz"))
+    var highPass: String?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Master low shelf: gain in dB (-24 to 24) and optionally its corner, 20-2000 Hz (default 150), e.g. +3 or -2@100.", valueName: "db[@hz]"))
+    var lowShelf: String?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Master high shelf: gain in dB (-24 to 24) and optionally its corner, 500-20000 Hz (default 6000), e.g. -3 or 2@10000.", valueName: "db[@hz]"))
+    var highShelf: String?
 
     /// What the options ask for, checked.
     struct Resolved: Sendable {
@@ -30,19 +42,73 @@ struct EffectsOptions: ParsableArguments {
         var chorus: ChorusPreset?
         var delay: DelayPreset?
         var spinetEffects: Bool
+        /// The master EQ (nil: none; it would be flat).
+        var equalizer: Equalizer.Parameters?
     }
 
-    func resolve() throws -> Resolved {
-        guard ["fluidsynth", "spinet"].contains(effects) else {
-            throw Failure("--effects \(effects) is not known; use spinet or fluidsynth")
+    /// The options, each falling back to the config file's setting of the same name.
+    func resolve(config: SpinetConfig = SpinetConfig()) throws -> Resolved {
+        // Where a value came from, for the error that names it.
+        func source(_ option: String, _ cli: String?, _ file: String?, key: String) -> (value: String?, label: String) {
+            if let cli { return (cli, "--\(option)") }
+            return (file, "\"\(key)\" in config \(config.path ?? "")")
         }
-        let spinet = !dry && (effects == "spinet" || reverb != nil || chorus != nil || delay != nil)
+        let effects = source("effects", self.effects, config.effects, key: "effects")
+        let reverb = source("reverb", self.reverb, config.reverb, key: "reverb")
+        let chorus = source("chorus", self.chorus, config.chorus, key: "chorus")
+        let delay = source("delay", self.delay, config.delay, key: "delay")
+        let kind = effects.value ?? Self.defaultEffects
+        guard ["fluidsynth", "spinet"].contains(kind) else {
+            throw Failure("\(effects.label) \(kind) is not known; use spinet or fluidsynth")
+        }
+        let spinet = !dry && (kind == "spinet" || reverb.value != nil || chorus.value != nil || delay.value != nil)
         var r = Resolved(fluidEffects: !dry && !spinet, spinetEffects: spinet)
         if spinet {
-            r.reverb = try Render.preset(reverb, default: .room, named: ReverbPreset.init(name:), option: "--reverb", choices: ReverbPreset.all.map(\.name))
-            r.chorus = try Render.preset(chorus, default: .subtle, named: ChorusPreset.init(name:), option: "--chorus", choices: ChorusPreset.all.map(\.name))
-            r.delay = try Render.preset(delay, default: .eighth, named: DelayPreset.init(name:), option: "--delay", choices: DelayPreset.all.map(\.name))
+            r.reverb = try Render.preset(reverb.value, default: .room, named: ReverbPreset.init(name:), option: reverb.label, choices: ReverbPreset.all.map(\.name))
+            r.chorus = try Render.preset(chorus.value, default: .subtle, named: ChorusPreset.init(name:), option: chorus.label, choices: ChorusPreset.all.map(\.name))
+            r.delay = try Render.preset(delay.value, default: .eighth, named: DelayPreset.init(name:), option: delay.label, choices: DelayPreset.all.map(\.name))
         }
+
+        var eq = Equalizer.Parameters()
+        let highPass = source("highpass", self.highPass, config.highPass, key: "highpass")
+        if let text = highPass.value, !["off", "none"].contains(text.lowercased()) {
+            guard let hz = Double(text.trimmingCharacters(in: .whitespaces)), (10...2000).contains(hz) else {
+                throw Failure("\(highPass.label) \(text) is not a corner frequency; use 10 to 2000 (Hz) or off")
+            }
+            eq.highPassEnabled = true
+            eq.highPassFrequency = hz
+        }
+        let low = source("low-shelf", self.lowShelf, config.lowShelf, key: "low-shelf")
+        if let text = low.value {
+            let (gain, hz) = try Self.shelf(text, label: low.label, corners: 20...2000, defaultCorner: eq.lowShelfFrequency)
+            eq.lowShelfGainDB = gain
+            eq.lowShelfFrequency = hz
+        }
+        let high = source("high-shelf", self.highShelf, config.highShelf, key: "high-shelf")
+        if let text = high.value {
+            let (gain, hz) = try Self.shelf(text, label: high.label, corners: 500...20000, defaultCorner: eq.highShelfFrequency)
+            eq.highShelfGainDB = gain
+            eq.highShelfFrequency = hz
+        }
+        r.equalizer = eq.isFlat ? nil : eq
         return r
+    }
+
+    /// A shelf setting: `GAIN` or `GAIN@HZ` (dB, optional "dB"/"Hz" units).
+    static func shelf(_ text: String, label: String, corners: ClosedRange<Double>, defaultCorner: Double) throws -> (gain: Double, hz: Double) {
+        let usage = "use a gain in dB from -24 to 24, optionally @ a corner from \(Int(corners.lowerBound)) to \(Int(corners.upperBound)) Hz (e.g. +3 or -2@\(Int(defaultCorner)))"
+        let parts = text.lowercased().replacingOccurrences(of: " ", with: "").split(separator: "@", omittingEmptySubsequences: false)
+        func number(_ s: Substring, unit: String) -> Double? {
+            Double(s.hasSuffix(unit) ? s.dropLast(unit.count) : s).flatMap { $0.isFinite ? $0 : nil }
+        }
+        guard (1...2).contains(parts.count), let gain = number(parts[0], unit: "db"), (-24...24).contains(gain) else {
+            throw Failure("\(label) \(text): \(usage)")
+        }
+        var hz = defaultCorner
+        if parts.count == 2 {
+            guard let f = number(parts[1], unit: "hz"), corners.contains(f) else { throw Failure("\(label) \(text): \(usage)") }
+            hz = f
+        }
+        return (gain, hz)
     }
 }

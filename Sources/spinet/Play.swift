@@ -121,7 +121,7 @@ struct Play: ParsableCommand {
         guard (0...99).contains(priority) else { throw Failure("--priority \(priority) is out of range; use 1 to 99, or 0 for none") }
         guard (0...1000).contains(safety) else { throw Failure("--safety \(safety) is out of range; use 0 to 1000 ms") }
         guard (1...65535).contains(polyphony) else { throw Failure("--polyphony \(polyphony) is out of range; use 1 to 65535") }
-        let fx = try effectOptions.resolve()
+        let fx = try effectOptions.resolve(config: settings)
         var mutedChannels: [Int] = [], soloChannels: [Int] = []
         do {
             for text in settings.mute + mute { mutedChannels += try ChannelAssignment.channelList(text, ports: ports, option: "--mute") }
@@ -210,6 +210,7 @@ struct Play: ParsableCommand {
         config.reverb = fx.reverb
         config.chorus = fx.chorus
         config.delay = fx.delay
+        config.equalizer = fx.equalizer
         let engine = Engine(configuration: config)
         // The SoundFont sits in a slot that a new one can replace while playing.
         let slot = SwappableInstrument(unit, channels: ports * 16)

@@ -120,7 +120,7 @@ struct Render: ParsableCommand {
         guard (1...65535).contains(polyphony) else {
             throw Failure("--polyphony \(polyphony) is out of range; use 1 to 65535")
         }
-        let fx = try effectOptions.resolve()
+        let fx = try effectOptions.resolve(config: file)
         let threadCount = threads ?? (batch ? 1 : min(ProcessInfo.processInfo.activeProcessorCount, Self.partitions))
         guard (1...64).contains(threadCount) else { throw Failure("--threads \(threadCount) is out of range; use 1 to 64") }
         var s = RenderSettings(rate: rate, sampleFormat: sampleFormat,
@@ -135,6 +135,7 @@ struct Render: ParsableCommand {
         s.reverb = fx.reverb
         s.chorus = fx.chorus
         s.delay = fx.delay
+        s.equalizer = fx.equalizer
         // The --channel options, checked once here; port numbers are checked
         // again for each file, against the ports it uses.
         _ = try Self.applyAssignments(s.channelAssignments, to: OscillatorSynth(presets: s.presetBank, polyphony: 1), ports: 16)
@@ -267,6 +268,7 @@ struct Render: ParsableCommand {
             config.chorus = s.chorus
             config.delay = s.delay
         }
+        config.equalizer = s.equalizer
         let engine = Engine(configuration: config)
         for (unit, channels) in zip(units, groups) {
             let index = engine.add(unit)
@@ -418,6 +420,7 @@ struct RenderSettings: Sendable {
     var reverb: ReverbPreset?
     var chorus: ChorusPreset?
     var delay: DelayPreset?
+    var equalizer: Equalizer.Parameters?
 }
 
 /// What one file's render did.
