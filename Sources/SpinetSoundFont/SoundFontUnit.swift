@@ -17,10 +17,10 @@ public struct SoundFontError: Error, CustomStringConvertible, Sendable {
 public struct SoundFontOptions: Sendable {
     /// Voices FluidSynth may sound at once (it steals beyond that).
     public var polyphony: Int = 256
-    /// FluidSynth's own reverb and chorus (the default). Off: the unit gives
-    /// Spinet's shared effects stage per-channel sends instead (CC 91/93/94).
-    /// FluidSynth's freeverb is about three times cheaper than Spinet's FDN
-    /// reverb today, so it stays the default until the FDN is vectorized.
+    /// FluidSynth's own reverb and chorus (on by default here, for a unit
+    /// used alone). Off: the unit gives Spinet's shared effects stage
+    /// per-channel sends instead (CC 91/93/94); `spinet render` and
+    /// `spinet play` do that unless given `--effects fluidsynth`.
     public var fluidEffects: Bool = true
     /// FluidSynth's output gain; 0.2 is its own default, so levels match its renders.
     public var gain: Double = 0.2
