@@ -14,25 +14,11 @@ struct ControllerCurveTests {
     /// Left and right RMS of a held organ note (a looped, steady sample)
     /// after `messages`, from 0.3 s to 0.8 s.
     static func level(_ messages: [MIDIMessage], program: UInt8 = 16) throws -> (left: Double, right: Double) {
-        var options = SoundFontOptions()
-        options.fluidEffects = false
-        let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, channels: 16, options: options)
-        let block = 512
-        unit.prepare(sampleRate: 48000, maxFrames: block, channels: 16)
-        let base = UnsafeMutablePointer<Float>.allocate(capacity: 8 * block)
-        defer { base.deallocate() }
-        let output = UnitOutput(planar: base, stride: block)
-        unit.receive(.programChange(channel: 0, program: program))
-        for m in messages { unit.receive(m) }
-        unit.receive(.noteOn(channel: 0, key: 60, velocity: 100))
-        var left: [Float] = [], right: [Float] = []
-        while left.count < 48000 * 8 / 10 {
-            unit.render(output, frames: block)
-            left += UnsafeBufferPointer(start: base, count: block)
-            right += UnsafeBufferPointer(start: base + block, count: block)
-        }
+        let events: [(Int, MIDIMessage)] = [(0, .programChange(channel: 0, program: program))] + messages.map { (0, $0) }
+            + [(0, .noteOn(channel: 0, key: 60, velocity: 100))]
+        let planes = try renderSoundFontUnit(sounding: nil, events: events, frames: 48000 * 8 / 10).planes
         let window = (48000 * 3 / 10)..<(48000 * 8 / 10)
-        return (Double(SignalAnalysis.rms(left[window])), Double(SignalAnalysis.rms(right[window])))
+        return (Double(SignalAnalysis.rms(planes[0][window])), Double(SignalAnalysis.rms(planes[1][window])))
     }
 
     static func dB(_ ratio: Double) -> Double { 20 * log10(ratio) }

@@ -3,6 +3,33 @@ import SpinetEngine
 import SpinetMIDI
 import SpinetSoundFont
 
+/// Renders `events` (frame, message) through a SoundFont unit with
+/// Spinet's sends (FluidSynth's effects off), one 256-frame block at a
+/// time; returns its output groups and the eight planes: dry left/right,
+/// reverb, chorus, delay sends.
+func renderSoundFontUnit(sounding: [Int]?, events: [(Int, MIDIMessage)], frames: Int) throws -> (groups: Int, planes: [[Float]]) {
+    var options = SoundFontOptions()
+    options.fluidEffects = false
+    options.soundingChannels = sounding
+    let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, channels: 16, options: options)
+    let block = 256
+    unit.prepare(sampleRate: 48000, maxFrames: block, channels: 16)
+    let base = UnsafeMutablePointer<Float>.allocate(capacity: 8 * block)
+    defer { base.deallocate() }
+    let output = UnitOutput(planar: base, stride: block)
+    var planes = [[Float]](repeating: [], count: 8)
+    var next = 0
+    for start in stride(from: 0, to: frames, by: block) {
+        while next < events.count && events[next].0 < start + block {
+            unit.receive(events[next].1)
+            next += 1
+        }
+        unit.render(output, frames: block)
+        for p in 0..<8 { planes[p] += UnsafeBufferPointer(start: base + p * block, count: block) }
+    }
+    return (unit.outputGroups, planes)
+}
+
 /// A SoundFont unit told which channels will play asks FluidSynth for only
 /// as many per-channel outputs as it needs; its sound and sends must be
 /// those of a unit with one output for every channel.
@@ -26,31 +53,6 @@ struct OutputGroupTests {
         }
     }
 
-    /// Renders `events` (frame, message), one 256-frame block at a time, and
-    /// returns the eight planes: dry left/right, reverb, chorus, delay sends.
-    func render(sounding: [Int]?, events: [(Int, MIDIMessage)], frames: Int) throws -> (groups: Int, planes: [[Float]]) {
-        var options = SoundFontOptions()
-        options.fluidEffects = false
-        options.soundingChannels = sounding
-        let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, channels: 16, options: options)
-        let block = 256
-        unit.prepare(sampleRate: 48000, maxFrames: block, channels: 16)
-        let base = UnsafeMutablePointer<Float>.allocate(capacity: 8 * block)
-        defer { base.deallocate() }
-        let output = UnitOutput(planar: base, stride: block)
-        var planes = [[Float]](repeating: [], count: 8)
-        var next = 0
-        for start in stride(from: 0, to: frames, by: block) {
-            while next < events.count && events[next].0 < start + block {
-                unit.receive(events[next].1)
-                next += 1
-            }
-            unit.render(output, frames: block)
-            for p in 0..<8 { planes[p] += UnsafeBufferPointer(start: base + p * block, count: block) }
-        }
-        return (unit.outputGroups, planes)
-    }
-
     /// Three channels with different sends, notes overlapping, a send change mid-note.
     static let passage: [(Int, MIDIMessage)] = [
         (0, .controlChange(channel: 0, controller: 91, value: 100)),
@@ -71,8 +73,8 @@ struct OutputGroupTests {
 
     @Test func fewerOutputsSoundTheSame() throws {
         let frames = 16384
-        let all = try render(sounding: nil, events: Self.passage, frames: frames)
-        let few = try render(sounding: [0, 3, 9], events: Self.passage, frames: frames)
+        let all = try renderSoundFontUnit(sounding: nil, events: Self.passage, frames: frames)
+        let few = try renderSoundFontUnit(sounding: [0, 3, 9], events: Self.passage, frames: frames)
         #expect(all.groups == 16)
         #expect(few.groups == 4)
         let names = ["left", "right", "reverb L", "reverb R", "chorus L", "chorus R", "delay L", "delay R"]
@@ -88,8 +90,8 @@ struct OutputGroupTests {
     /// of the channel whose output it lands in): nothing is ever dropped.
     @Test func anUnexpectedChannelStillSounds() throws {
         let events: [(Int, MIDIMessage)] = [(0, .noteOn(channel: 5, key: 64, velocity: 100))]
-        let all = try render(sounding: nil, events: events, frames: 4096)
-        let few = try render(sounding: [0], events: events, frames: 4096)
+        let all = try renderSoundFontUnit(sounding: nil, events: events, frames: 4096)
+        let few = try renderSoundFontUnit(sounding: [0], events: events, frames: 4096)
         #expect(few.groups == 1)
         let peak = all.planes[0].map(abs).max() ?? 0
         #expect(peak > 0.01)
