@@ -22,12 +22,26 @@ public struct DelayPreset: Sendable, Hashable {
     public static let all: [DelayPreset] = [eighth, dottedEighth]
 
     /// The preset called `name` (case-insensitive): "eighth", "dotted-eighth",
-    /// "gs-delay", "gs-panning-delay". Not for the render thread.
+    /// "gs-delay", "gs-panning-delay"; or a delay time with the eighth
+    /// preset's sound: milliseconds ("350ms", 1 to 4000) or a note value
+    /// that follows the tempo ("1/4", "1/8.", "1/8t", "quarter",
+    /// "dotted-quarter", ...; see `NoteValue(name:)`). Not for the render thread.
     public init?(name: String) {
         let key = name.lowercased()
         let candidates = Self.all + [6, 7].compactMap { DelayPreset(gsReverbType: $0) }
-        guard let found = candidates.first(where: { $0.name == key }) else { return nil }
-        self = found
+        if let found = candidates.first(where: { $0.name == key }) {
+            self = found
+            return
+        }
+        var parameters = Self.eighth.parameters
+        if key.hasSuffix("ms"), let ms = Double(key.dropLast(2)), (1...4000).contains(ms) {
+            parameters.time = .milliseconds(ms)
+        } else if let value = NoteValue(name: key), value.quarterNotes > 0, value.quarterNotes <= 8 {
+            parameters.time = .note(value)
+        } else {
+            return nil
+        }
+        self.init(name: key, parameters: parameters)
     }
 
     /// GS reverb types 6 (Delay) and 7 (Panning Delay) are echoes: a

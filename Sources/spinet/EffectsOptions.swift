@@ -18,7 +18,7 @@ struct EffectsOptions: ParsableArguments {
     @Option(help: "Spinet chorus preset: subtle, wide (or a GS type name such as chorus3, flanger) or none (implies --effects spinet).")
     var chorus: String?
 
-    @Option(help: "Spinet delay preset: eighth, dotted-eighth or none, synced to the tempo (implies --effects spinet).")
+    @Option(help: "Spinet delay preset: eighth, dotted-eighth (synced to the tempo) or none; or a time: 350ms, or a note value such as 1/4, 1/8. or quarter (implies --effects spinet).")
     var delay: String?
 
     @Flag(help: "No reverb, chorus or delay, for comparisons (an EQ asked for stays).")
@@ -66,7 +66,8 @@ struct EffectsOptions: ParsableArguments {
         if spinet {
             r.reverb = try Render.preset(reverb.value, default: .room, named: ReverbPreset.init(name:), option: reverb.label, choices: ReverbPreset.all.map(\.name))
             r.chorus = try Render.preset(chorus.value, default: .subtle, named: ChorusPreset.init(name:), option: chorus.label, choices: ChorusPreset.all.map(\.name))
-            r.delay = try Render.preset(delay.value, default: .eighth, named: DelayPreset.init(name:), option: delay.label, choices: DelayPreset.all.map(\.name))
+            r.delay = try Render.preset(delay.value, default: .eighth, named: DelayPreset.init(name:), option: delay.label,
+                                        choices: DelayPreset.all.map(\.name) + ["a time such as 350ms or 1/4"])
         }
 
         var eq = Equalizer.Parameters()

@@ -21,6 +21,16 @@ struct PresetTests {
         #expect(DelayPreset.dottedEighth.parameters.time == .note(.dottedEighth))
     }
 
+    /// A delay time instead of a preset: milliseconds or a note value.
+    @Test func delayTimesResolve() {
+        #expect(DelayPreset(name: "350ms")?.parameters.time == .milliseconds(350))
+        #expect(DelayPreset(name: "350ms")?.parameters.feedback == DelayPreset.eighth.parameters.feedback)
+        #expect(DelayPreset(name: "1/4")?.parameters.time == .note(.quarter))
+        #expect(DelayPreset(name: "dotted-quarter")?.parameters.time == .note(.dottedQuarter))
+        #expect(DelayPreset(name: "1/8t")?.parameters.time == .note(.eighthTriplet))
+        for bad in ["0ms", "5000ms", "-3ms", "ms", "fast", "1/0", "4/1"] { #expect(DelayPreset(name: bad) == nil, "\(bad)") }
+    }
+
     @Test func gsReverbTypesMapOntoRoomsHallsAndThePlate() {
         let decays = (0...5).map { ReverbPreset(gsType: $0)!.parameters.decaySeconds }
         #expect(decays == decays.sorted() || decays[5] == ReverbPreset.plate.parameters.decaySeconds)
