@@ -1,10 +1,15 @@
 import Foundation
 
-/// A stereo-linked look-ahead peak limiter: the last stage before any
-/// integer conversion, and the only place in Spinet that stops overs.
+/// A stereo-linked look-ahead peak limiter with a soft knee: the last stage
+/// before any integer conversion, and the only place in Spinet that stops
+/// overs.
 ///
-/// For each input frame it computes the gain that would bring that frame to
-/// the ceiling (`min(1, ceiling / peak)`), holds the minimum of that gain over
+/// For each input frame it computes the gain that frame needs. Below the
+/// knee (`kneeDB` under the ceiling) that is 1. Above it, a frame x dB over
+/// the knee comes out at knee + w·(1 - e^(-x/w)) (w = `kneeDB`): the curve
+/// leaves the straight line with slope 1 (no corner, so limiting sets in
+/// gradually) and approaches the ceiling without reaching it, however loud
+/// the input. It holds the minimum of that gain over
 /// the look-ahead window, lets it recover with a smooth release, then
 /// averages it over the window. Because the hold and the average both span
 /// `lookahead + 1` frames and the audio is delayed by `lookahead` frames,
@@ -12,10 +17,13 @@ import Foundation
 /// no sample ever leaves above the ceiling, and the gain moves smoothly
 /// (a ramp over the look-ahead), never in steps.
 ///
-/// Below the ceiling the gain is exactly 1.0 and the signal passes
+/// Below the knee the gain is exactly 1.0 and the signal passes
 /// bit-transparently (only delayed).
 public struct Limiter {
     public private(set) var ceiling: Float
+    /// Where the knee starts (linear): frames quieter than this pass untouched.
+    public let knee: Float
+    private let kneeWidthDB: Double
     public let lookahead: Int
     private let window: Int
     private let releaseCoefficient: Double
@@ -44,8 +52,12 @@ public struct Limiter {
     ///   - ceilingDBFS: the level no sample may exceed (default -1 dBFS).
     ///   - lookaheadSeconds: look-ahead and attack time.
     ///   - releaseSeconds: time constant of the gain recovery.
-    public init(sampleRate: Double, ceilingDBFS: Double = -1, lookaheadSeconds: Double = 0.0015, releaseSeconds: Double = 0.08) {
+    ///   - kneeDB: width of the soft knee below the ceiling (0: a hard knee at the ceiling).
+    public init(sampleRate: Double, ceilingDBFS: Double = -1, lookaheadSeconds: Double = 0.0015, releaseSeconds: Double = 0.08,
+                kneeDB: Double = 1) {
         ceiling = Float(pow(10, ceilingDBFS / 20))
+        kneeWidthDB = max(0, kneeDB)
+        knee = Float(pow(10, (ceilingDBFS - kneeWidthDB) / 20))
         lookahead = max(1, Int((sampleRate * lookaheadSeconds).rounded()))
         window = lookahead + 1
         releaseCoefficient = exp(-1 / (max(releaseSeconds, 0.001) * sampleRate))
@@ -65,14 +77,14 @@ public struct Limiter {
 
     /// Render thread. Limits `frames` frames in place (output is delayed by `lookahead`).
     public mutating func process(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
-        let ceilingD = Double(ceiling)
+        let kneeD = Double(knee)
         for i in 0..<frames {
             var l = left[i], r = right[i]
             // A NaN or infinity must never reach the output or the gain computer.
             if !l.isFinite { l = 0 }
             if !r.isFinite { r = 0 }
             let peak = Double(max(abs(l), abs(r)))
-            let required = peak > ceilingD ? ceilingD / peak : 1
+            let required = peak > kneeD ? gain(forPeak: peak) : 1
 
             // Running minimum over the last `window` frames (this one
             // included). The frame that leaves the window goes first, so
@@ -135,5 +147,16 @@ public struct Limiter {
             left[i] = outL
             right[i] = outR
         }
+    }
+
+    /// The gain that brings a frame of `peak` (above the knee) onto the
+    /// knee curve: below the ceiling, and below `ceiling / peak`.
+    @inline(__always)
+    func gain(forPeak peak: Double) -> Double {
+        let kneeD = Double(knee)
+        guard kneeWidthDB > 0 else { return min(1, Double(ceiling) / peak) }
+        let over = 20 * log10(peak / kneeD)                     // dB above the knee
+        let out = kneeWidthDB * (1 - exp(-over / kneeWidthDB))  // dB above the knee, after
+        return min(1, pow(10, (out - over) / 20))
     }
 }

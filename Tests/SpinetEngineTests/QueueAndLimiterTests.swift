@@ -91,12 +91,14 @@ struct LimiterTests {
         #expect(peak > ceiling * 0.98)     // it limits, it does not squash
     }
 
-    /// Below the ceiling the limiter is a pure delay: bit-identical samples.
-    @Test func belowTheCeilingIsBitTransparent() {
+    /// Below the knee (1 dB under the ceiling) the limiter is a pure delay:
+    /// bit-identical samples.
+    @Test func belowTheKneeIsBitTransparent() {
         var limiter = Limiter(sampleRate: 44100, ceilingDBFS: -1)
         defer { limiter.deallocate() }
+        #expect(abs(20 * log10(Double(limiter.knee)) + 2) < 1e-6)
         let n = 44100
-        let input = (0..<n).map { Float(sin(Double($0) * 0.05) * 0.85) }
+        let input = (0..<n).map { Float(sin(Double($0) * 0.05) * 0.79) }
         var l = input, r = input
         l.withUnsafeMutableBufferPointer { lp in
             r.withUnsafeMutableBufferPointer { rp in
@@ -129,7 +131,33 @@ struct LimiterTests {
         let clamped = l.filter { $0 == ceiling }.count
         #expect(l.allSatisfy { $0 <= ceiling } && r.allSatisfy { $0 >= -ceiling })
         #expect(clamped <= 3, "\(clamped) samples reached the ceiling only through the final clamp")
-        #expect(l[n - 1] > 0.98 * ceiling)
+        // 1.0 is 2 dB over the knee: it settles at -2 + (1 - e^-2) dBFS
+        #expect(abs(20 * log10(Double(l[n - 1])) - (-2 + (1 - exp(-2.0)))) < 0.02)
+    }
+
+    /// The soft knee: a steady level x dB over the knee comes out at
+    /// knee + w·(1 - e^(-x/w)) (w = 1 dB): limiting sets in gradually,
+    /// and nothing reaches the ceiling however loud the input.
+    @Test func theKneeBendsSmoothlyTowardsTheCeiling() {
+        let kneeDB = -2.0
+        var last = -Double.infinity
+        for inputDB in [-3.0, -2.0, -1.9, -1.5, -1.0, 0.0, 3.0, 12.0, 24.0] {
+            var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
+            defer { limiter.deallocate() }
+            let level = Float(pow(10, inputDB / 20))
+            var l = [Float](repeating: level, count: 48000), r = l
+            l.withUnsafeMutableBufferPointer { lp in
+                r.withUnsafeMutableBufferPointer { rp in
+                    limiter.process(left: lp.baseAddress!, right: rp.baseAddress!, frames: 48000)
+                }
+            }
+            let outDB = 20 * log10(Double(l[47999]))
+            let over = inputDB - kneeDB
+            let expected = over <= 0 ? inputDB : kneeDB + (1 - exp(-over))
+            #expect(abs(outDB - expected) < 0.02, "\(inputDB) dBFS in: \(outDB) dBFS out, curve \(expected)")
+            #expect(outDB < -1 && outDB > last)
+            last = outDB
+        }
     }
 
     /// After a loud passage the gain recovers fully and exactly.
