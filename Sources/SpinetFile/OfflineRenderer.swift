@@ -151,7 +151,6 @@ public final class OfflineRenderer {
         let tempos = schedule.tempoChanges
         var rendered: Int64 = 0          // engine frames whose units are rendered
         var produced: Int64 = 0          // engine frames finished (one block behind `rendered`)
-        var taken: Int64 = 0             // engine frames the output side has taken (one block behind `produced`)
         var fading = false
         var tailCapped = false
         var interrupted = false
@@ -186,10 +185,8 @@ public final class OfflineRenderer {
                     n = max(1, Int(events[next].frame - rendered))
                 }
                 let left = buffers + 2 * current * block, right = left + block
-                let pending = output.frames > 0
-                let done = engine.renderOverlapped(frames: n, left: left, right: right, alongside: pending ? take : nil)
+                let done = engine.renderOverlapped(frames: n, left: left, right: right, alongside: output.frames > 0 ? take : nil)
                 if let failure = output.failure { throw failure }
-                if pending { taken += Int64(output.frames) }
                 rendered += Int64(n)
                 produced += Int64(done)
 
@@ -202,10 +199,12 @@ public final class OfflineRenderer {
 
                 let outFrame = produced - latency
                 let f = min(1, Double(max(outFrame, 0)) / Double(max(musicEnd, 1)))
-                if f - lastProgress >= 0.001 || f == 1 { progress(f) ; lastProgress = f }
+                if f - lastProgress >= 0.001 || f == 1 { progress(f); lastProgress = f }
 
                 let allQueued = next == events.count
-                // Ends once the output side has seen the music end and enough silence.
+                // Ends once the output side has seen the music end and enough
+                // silence: it has taken every frame but the block just finished.
+                let taken = produced - Int64(output.frames)
                 if allQueued && taken - latency >= musicEnd && Int64(output.held) >= silenceFrames { break }
                 if allQueued && !fading && outFrame + Int64(fadeFrames) + latency >= capFrame {
                     engine.requestFadeOut(frames: fadeFrames)

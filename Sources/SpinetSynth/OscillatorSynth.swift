@@ -430,7 +430,7 @@ public final class OscillatorSynth: InstrumentUnit {
     public func render(_ output: UnitOutput, frames: Int) {
         guard frames > 0 else { return }
         guard prepared else {
-            Self.silence(output, frames: frames)
+            output.silence(frames: frames)
             return
         }
         var done = 0
@@ -442,16 +442,12 @@ public final class OscillatorSynth: InstrumentUnit {
         }
     }
 
-    private static func silence(_ o: UnitOutput, frames: Int) {
-        o.silence(frames: frames)
-    }
-
     /// One block of at most `maxFrames`; `sends` (its send pointers) nil for dry only.
     private func renderBlock(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
                              sends: UnitOutput?, frames: Int) {
         if soundingCount == 0 {
             if let sends {
-                Self.silence(sends, frames: frames)
+                sends.silence(frames: frames)
             } else {
                 left.update(repeating: 0, count: frames)
                 right.update(repeating: 0, count: frames)
