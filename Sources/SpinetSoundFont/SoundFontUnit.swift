@@ -35,6 +35,14 @@ public struct SoundFontOptions: Sendable {
     /// on one core. Naming the channels lets the unit ask for only as many
     /// outputs as it needs (see `outputCount`).
     public var soundingChannels: [Int]? = nil
+    /// The program numbers (0-127) Program Change will ask for, when known
+    /// in advance (an offline render reads them from the file); nil: any.
+    /// The unit then loads only the presets with those numbers, in every
+    /// bank, and program 0 (see `PresetSubset`): FluidSynth keeps every
+    /// preset it loads in each synthesizer (~13 MB for FluidR3_GM), and
+    /// what it finds for these programs is what the whole font gives. A
+    /// program outside the set finds no preset and falls back to program 0.
+    public var programs: Set<Int>? = nil
     public init() {}
 }
 
@@ -79,7 +87,7 @@ public final class SoundFontUnit: InstrumentUnit {
     private var sendCurrent: UnsafeMutablePointer<Float>
     private var voices = 0
 
-    private static let creation = NSLock()
+    static let creation = NSLock()
 
     /// FluidSynth's block: events take effect on its boundaries.
     public static let grid: Int64 = 64
@@ -121,9 +129,15 @@ public final class SoundFontUnit: InstrumentUnit {
             throw SoundFontError(path: fonts.first ?? "-", reason: "FluidSynth could not create a synthesizer: \(FluidLog.takeCollected().last ?? "unknown reason")")
         }
         _ = FluidLog.takeCollected()
+        if options.programs != nil, let loader = new_fluid_defsfloader(settings) {
+            FontFileView.install(on: loader)
+            fluid_synth_add_sfloader(synth, loader)     // tried first; the synth owns it
+        }
         for path in fonts {
             Self.creation.lock()
+            FontFileView.pendingPrograms = options.programs
             let id = fluid_synth_sfload(synth, path, 1)
+            FontFileView.pendingPrograms = nil
             Self.creation.unlock()
             if id == FLUID_FAILED {
                 let why = FluidLog.takeCollected().last.map { " (\($0))" } ?? ""
@@ -179,6 +193,19 @@ public final class SoundFontUnit: InstrumentUnit {
 
     /// FluidSynth outputs this unit renders into (1 with its own effects).
     public var outputGroups: Int { groups }
+
+    /// The presets FluidSynth holds, over all the unit's fonts (fewer than
+    /// the fonts have when `SoundFontOptions.programs` is set). Not on the
+    /// render thread.
+    public var loadedPresets: Int {
+        var count = 0
+        for f in 0..<fluid_synth_sfcount(synth) {
+            guard let font = fluid_synth_get_sfont(synth, UInt32(f)) else { continue }
+            fluid_sfont_iteration_start(font)
+            while fluid_sfont_iteration_next(font) != nil { count += 1 }
+        }
+        return count
+    }
 
     /// General MIDI defaults: reverb send 40, chorus 0, delay 0.
     static func resetSends(_ levels: UnsafeMutablePointer<Float>, count: Int) {

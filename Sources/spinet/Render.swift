@@ -237,6 +237,10 @@ struct Render: ParsableCommand {
         var options = SoundFontOptions()
         options.polyphony = s.polyphony
         options.fluidEffects = s.fluidEffects
+        // only the presets the file's Program Changes can reach
+        options.programs = Set(schedule.events.compactMap { e -> Int? in
+            if case .message(.programChange(_, let program)) = e.kind { return Int(program) } else { return nil }
+        })
         let synth = OscillatorSynth(presets: s.presetBank, polyphony: 256)
         let synthChannels = try Self.applyAssignments(s.channelAssignments, to: synth, ports: ports)
         var groups = ChannelPartition.balance(schedule, channels: ports * 16, parts: Self.partitions)

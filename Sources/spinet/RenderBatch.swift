@@ -88,6 +88,7 @@ extension Render {
         var fontOptions = SoundFontOptions()
         fontOptions.polyphony = settings.polyphony
         fontOptions.fluidEffects = settings.fluidEffects
+        fontOptions.programs = []       // it plays nothing: its presets would only take memory
         let fontHolder: SoundFontUnit
         do {
             fontHolder = try SoundFontUnit(fonts: fonts, sampleRate: Double(settings.rate), options: fontOptions)
