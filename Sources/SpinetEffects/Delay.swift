@@ -164,8 +164,8 @@ public struct Delay {
         maxFrames = Int((self.maxDelaySeconds * sampleRate).rounded())
         capacity = DSPMath.powerOfTwo(atLeast: maxFrames + 1)
         mask = capacity - 1
-        bufferLeft = DSPMath.allocateZeroed(capacity)
-        bufferRight = DSPMath.allocateZeroed(capacity)
+        bufferLeft = DSPMath.allocateSilence(capacity)
+        bufferRight = DSPMath.allocateSilence(capacity)
         crossfadeFrames = max(1, Int(Self.crossfadeSeconds * sampleRate))
         delayFrames = 1
         tapCurrent = 1
@@ -194,8 +194,8 @@ public struct Delay {
 
     /// Frees the buffers. Call once, off the render thread.
     public mutating func deallocate() {
-        bufferLeft.deallocate()
-        bufferRight.deallocate()
+        free(bufferLeft)
+        free(bufferRight)
     }
 
     /// Render thread only. Sets the tempo for note-value times (10...400 bpm);

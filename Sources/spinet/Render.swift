@@ -278,9 +278,17 @@ struct Render: ParsableCommand {
             let index = engine.add(unit)
             for c in channels { engine.route(channel: c, to: index) }
         }
-        let synthIndex = engine.add(synth)
-        for c in synthChannels { engine.route(channel: c, to: synthIndex) }
-        engine.routeBank(msb: OscillatorSynth.spinetPresetBank, to: synthIndex)
+        // The synth joins only if something can play it: a silent unit would
+        // still be rendered, mixed and given its wavetables (1.5 MB) each render.
+        let bankSelectsSynth = schedule.events.contains { e in
+            guard case .message(.controlChange(_, MIDIController.bankSelectMSB, let value)) = e.kind else { return false }
+            return OscillatorSynth.bankSelectsSpinetPresets(msb: value)
+        }
+        if !synthChannels.isEmpty || bankSelectsSynth {
+            let synthIndex = engine.add(synth)
+            for c in synthChannels { engine.route(channel: c, to: synthIndex) }
+            engine.routeBank(msb: OscillatorSynth.spinetPresetBank, to: synthIndex)
+        }
         let queue = engine.addInput(capacity: 16384)
         let renderer = OfflineRenderer(engine: engine, queue: queue, schedule: schedule)
         engine.prepare(sampleRate: Double(rate), maxFrames: renderer.options.blockFrames)
