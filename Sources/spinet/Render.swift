@@ -237,10 +237,6 @@ struct Render: ParsableCommand {
         var options = SoundFontOptions()
         options.polyphony = s.polyphony
         options.fluidEffects = s.fluidEffects
-        // only the presets the file's Program Changes can reach
-        options.programs = Set(schedule.events.compactMap { e -> Int? in
-            if case .message(.programChange(_, let program)) = e.kind { return Int(program) } else { return nil }
-        })
         let synth = OscillatorSynth(presets: s.presetBank, polyphony: 256)
         let synthChannels = try Self.applyAssignments(s.channelAssignments, to: synth, ports: ports)
         var groups = ChannelPartition.balance(schedule, channels: ports * 16, parts: Self.partitions)
@@ -253,6 +249,13 @@ struct Render: ParsableCommand {
             for channels in groups {
                 // only the channels that play get an output of their own
                 options.soundingChannels = channels.filter { plays[$0] }
+                // only the presets the group's Program Changes can reach (a
+                // channel's messages only ever reach its own group's unit)
+                let members = Set(channels)
+                options.programs = Set(schedule.events.compactMap { e -> Int? in
+                    guard case .message(.programChange(let c, let program)) = e.kind, members.contains(Int(c)) else { return nil }
+                    return Int(program)
+                })
                 units.append(try SoundFontUnit(fonts: fonts, sampleRate: Double(rate), channels: ports * 16, options: options))
             }
         } catch {
