@@ -5,12 +5,13 @@ import SpinetSoundFont
 
 /// Renders `events` (frame, message) through a SoundFont unit with
 /// Spinet's sends (FluidSynth's effects off), one 256-frame block at a
-/// time; returns its output groups and the eight planes: dry left/right,
-/// reverb, chorus, delay sends.
-func renderSoundFontUnit(sounding: [Int]?, events: [(Int, MIDIMessage)], frames: Int) throws -> (groups: Int, planes: [[Float]]) {
+/// time; returns its output groups, the presets it loaded and the eight
+/// planes: dry left/right, reverb, chorus, delay sends.
+func renderSoundFontUnit(sounding: [Int]?, programs: Set<Int>? = nil, events: [(Int, MIDIMessage)], frames: Int) throws -> (groups: Int, presets: Int, planes: [[Float]]) {
     var options = SoundFontOptions()
     options.fluidEffects = false
     options.soundingChannels = sounding
+    options.programs = programs
     let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, channels: 16, options: options)
     let block = 256
     unit.prepare(sampleRate: 48000, maxFrames: block, channels: 16)
@@ -27,7 +28,7 @@ func renderSoundFontUnit(sounding: [Int]?, events: [(Int, MIDIMessage)], frames:
         unit.render(output, frames: block)
         for p in 0..<8 { planes[p] += UnsafeBufferPointer(start: base + p * block, count: block) }
     }
-    return (unit.outputGroups, planes)
+    return (unit.outputGroups, unit.loadedPresets, planes)
 }
 
 /// A SoundFont unit told which channels will play asks FluidSynth for only

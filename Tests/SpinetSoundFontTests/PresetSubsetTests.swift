@@ -32,41 +32,19 @@ struct PresetSubsetTests {
         (8192, .noteOff(channel: 3, key: 48, velocity: 0)),
     ]
 
-    static func render(programs: Set<Int>?) throws -> (presets: Int, left: [Float], right: [Float]) {
-        var options = SoundFontOptions()
-        options.programs = programs
-        let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, options: options)
-        let block = 256, frames = 16384
-        unit.prepare(sampleRate: 48000, maxFrames: block, channels: 16)
-        let base = UnsafeMutablePointer<Float>.allocate(capacity: 8 * block)
-        defer { base.deallocate() }
-        let output = UnitOutput(planar: base, stride: block)
-        var left: [Float] = [], right: [Float] = []
-        var next = 0
-        for start in stride(from: 0, to: frames, by: block) {
-            while next < passage.count && passage[next].0 < start + block {
-                unit.receive(passage[next].1)
-                next += 1
-            }
-            unit.render(output, frames: block)
-            left += UnsafeBufferPointer(start: base, count: block)
-            right += UnsafeBufferPointer(start: base + block, count: block)
-        }
-        return (unit.loadedPresets, left, right)
-    }
-
     @Test func theSubsetSoundsLikeTheWholeFont() throws {
-        let whole = try Self.render(programs: nil)
-        let subset = try Self.render(programs: [4, 10, 50, 25, 3])
+        let whole = try renderSoundFontUnit(sounding: nil, events: Self.passage, frames: 16384)
+        let subset = try renderSoundFontUnit(sounding: nil, programs: [4, 10, 50, 25, 3], events: Self.passage, frames: 16384)
         #expect(whole.presets == 329)
         // programs 0, 3, 4, 10, 25, 50 in every bank the font has them
         #expect(subset.presets > 6 && subset.presets < 40, "kept \(subset.presets) presets")
-        #expect(whole.left.contains { abs($0) > 0.01 }, "the passage must sound")
-        #expect(subset.left.count == whole.left.count)
-        let left = subset.left.indices.first { subset.left[$0] != whole.left[$0] }
-        let right = subset.right.indices.first { subset.right[$0] != whole.right[$0] }
-        #expect(left == nil, "left differs from frame \(left ?? 0)")
-        #expect(right == nil, "right differs from frame \(right ?? 0)")
+        #expect(whole.planes[0].contains { abs($0) > 0.01 }, "the passage must sound")
+        // dry left/right and the reverb, chorus and delay sends
+        for p in 0..<8 {
+            #expect(subset.planes[p].count == whole.planes[p].count)
+            let first = subset.planes[p].indices.first { subset.planes[p][$0] != whole.planes[p][$0] }
+            #expect(first == nil, "plane \(p) differs from frame \(first ?? 0)")
+        }
     }
 
     @Test func programZeroIsAlwaysKept() throws {
