@@ -46,49 +46,61 @@ final class FontFileView {
 
     deinit { fclose(file) }
 
-    /// The segments of the cut-down file, or nil to read the file as it is.
-    static func cut(_ f: UnsafeMutablePointer<FILE>, fileSize: Int64, programs: Set<Int>) -> [Segment]? {
-        func bytes(at offset: Int64, count: Int) -> [UInt8]? {
-            var buf = [UInt8](repeating: 0, count: count)
-            guard count > 0, fseeko(f, Int(offset), SEEK_SET) == 0,
-                  fread(&buf, 1, count, f) == count else { return nil }
-            return buf
-        }
-        guard let header = bytes(at: 0, count: 12), header[0..<4] == [0x52, 0x49, 0x46, 0x46][...],   // RIFF
+    /// Where the `pdta` list starts, its size field and where the next
+    /// chunk starts; nil if the file is not a RIFF sfbk file with one.
+    static func locateHydra(_ f: UnsafeMutablePointer<FILE>, fileSize: Int64) -> (offset: Int64, size: Int64, end: Int64)? {
+        guard let header = bytes(f, at: 0, count: 12), header[0..<4] == Array("RIFF".utf8)[...],
               header[8..<12] == Array("sfbk".utf8)[...] else { return nil }
-        let riffSize = Int64(PresetSubset.u32(header[...], 4))
-        // The top-level lists, in order; the preset data is the last FluidSynth reads.
         var offset: Int64 = 12
         while offset + 12 <= fileSize {
-            guard let list = bytes(at: offset, count: 12) else { return nil }
+            guard let list = bytes(f, at: offset, count: 12) else { return nil }
             let size = Int64(PresetSubset.u32(list[...], 4))
             let end = offset + 8 + size + (size & 1)
             if list[0..<4] == Array("LIST".utf8)[...] && list[8..<12] == Array("pdta".utf8)[...] {
-                guard size >= 4, size <= largestHydra, offset + 8 + size <= fileSize,
-                      let body = bytes(at: offset + 12, count: Int(size - 4)),
-                      let subset = PresetSubset.filter(pdta: body, programs: programs) else { return nil }
-                var newList = Array("LIST".utf8)
-                PresetSubset.appendU32(&newList, UInt32(4 + subset.count))
-                newList += Array("pdta".utf8) + subset
-                let tailStart = min(end, fileSize)
-                let newRiffSize = riffSize + Int64(newList.count) - (tailStart - offset)
-                guard newRiffSize > 0, newRiffSize <= Int64(UInt32.max) else { return nil }
-                var newHeader = Array(header[0..<4])
-                PresetSubset.appendU32(&newHeader, UInt32(newRiffSize))
-                newHeader += header[8..<12]
-                var segments = [
-                    Segment(start: 0, length: 12, source: .bytes(newHeader)),
-                    Segment(start: 12, length: offset - 12, source: .file(offset: 12)),
-                    Segment(start: offset, length: Int64(newList.count), source: .bytes(newList)),
-                ]
-                if tailStart < fileSize {
-                    segments.append(Segment(start: offset + Int64(newList.count), length: fileSize - tailStart, source: .file(offset: tailStart)))
-                }
-                return segments
+                guard size >= 4, size <= largestHydra, offset + 8 + size <= fileSize else { return nil }
+                return (offset, size, end)
             }
             offset = end
         }
         return nil
+    }
+
+    /// The body of the file's `pdta` list (after the tag), or nil.
+    static func hydra(_ f: UnsafeMutablePointer<FILE>, fileSize: Int64) -> [UInt8]? {
+        guard let at = locateHydra(f, fileSize: fileSize) else { return nil }
+        return bytes(f, at: at.offset + 12, count: Int(at.size - 4))
+    }
+
+    static func bytes(_ f: UnsafeMutablePointer<FILE>, at offset: Int64, count: Int) -> [UInt8]? {
+        var buf = [UInt8](repeating: 0, count: count)
+        guard count > 0, fseeko(f, Int(offset), SEEK_SET) == 0, fread(&buf, 1, count, f) == count else { return nil }
+        return buf
+    }
+
+    /// The segments of the cut-down file, or nil to read the file as it is.
+    static func cut(_ f: UnsafeMutablePointer<FILE>, fileSize: Int64, programs: Set<Int>) -> [Segment]? {
+        guard let header = bytes(f, at: 0, count: 12), let at = locateHydra(f, fileSize: fileSize),
+              let body = bytes(f, at: at.offset + 12, count: Int(at.size - 4)),
+              let subset = PresetSubset.filter(pdta: body, programs: programs) else { return nil }
+        let riffSize = Int64(PresetSubset.u32(header[...], 4))
+        var newList = Array("LIST".utf8)
+        PresetSubset.appendU32(&newList, UInt32(4 + subset.count))
+        newList += Array("pdta".utf8) + subset
+        let tailStart = min(at.end, fileSize)
+        let newRiffSize = riffSize + Int64(newList.count) - (tailStart - at.offset)
+        guard newRiffSize > 0, newRiffSize <= Int64(UInt32.max) else { return nil }
+        var newHeader = Array(header[0..<4])
+        PresetSubset.appendU32(&newHeader, UInt32(newRiffSize))
+        newHeader += header[8..<12]
+        var segments = [
+            Segment(start: 0, length: 12, source: .bytes(newHeader)),
+            Segment(start: 12, length: at.offset - 12, source: .file(offset: 12)),
+            Segment(start: at.offset, length: Int64(newList.count), source: .bytes(newList)),
+        ]
+        if tailStart < fileSize {
+            segments.append(Segment(start: at.offset + Int64(newList.count), length: fileSize - tailStart, source: .file(offset: tailStart)))
+        }
+        return segments
     }
 
     /// Reads exactly `count` bytes at the current position, or fails.

@@ -1,0 +1,131 @@
+import Glibc
+
+/// How long the voices of a note sound in a SoundFont, read from its preset
+/// data: which zones a key and velocity start (a layered pad starts two to
+/// four voices per note, a plain piano one), how long each rings after the
+/// key is released (the volume envelope's release), and how long it can
+/// sound at all (an unlooped sample ends with its data; a voice whose
+/// envelope decays to silence ends with its decay).
+///
+/// An offline render splits the channels between two synthesizers by this
+/// cost; FluidSynth's work grows with the time its voices sound.
+public struct VoiceCostModel: Sendable {
+    /// One instrument zone reached through one preset zone.
+    struct Voice: Sendable {
+        var keys: ClosedRange<Int>, velocities: ClosedRange<Int>
+        /// Seconds the voice rings after its key is released.
+        var release: Double
+        /// Longest the voice sounds at its root key, in seconds (nil: as
+        /// long as the key is held), and that key.
+        var longest: Double?, rootKey: Int
+    }
+    /// Per bank * 128 + program.
+    var presets: [Int: [Voice]] = [:]
+
+    /// Reads the preset data of the font at `path`; nil if it cannot.
+    public init?(path: String) {
+        guard let f = fopen(path, "rb") else { return nil }
+        defer { fclose(f) }
+        guard fseeko(f, 0, SEEK_END) == 0 else { return nil }
+        let size = Int64(ftello(f))
+        guard let hydra = FontFileView.hydra(f, fileSize: size), let chunks = PresetSubset.subChunks(hydra) else { return nil }
+        self.init(chunks: chunks)
+    }
+
+    init?(chunks: [ArraySlice<UInt8>]) {
+        let phdr = chunks[0], pbag = chunks[1], pgen = chunks[3], inst = chunks[4], ibag = chunks[5], igen = chunks[7], shdr = chunks[8]
+        let presetCount = phdr.count / PresetSubset.presetRecord - 1
+        let instCount = inst.count / PresetSubset.instrumentRecord - 1
+        guard presetCount > 0, instCount > 0,
+              let p = PresetSubset.Zones(headers: phdr, record: PresetSubset.presetRecord, bagField: 24, bags: pbag, mods: chunks[2], gens: pgen, count: presetCount),
+              let i = PresetSubset.Zones(headers: inst, record: PresetSubset.instrumentRecord, bagField: 20, bags: ibag, mods: chunks[6], gens: igen, count: instCount)
+        else { return nil }
+        let samples = shdr.count / 46
+
+        /// The generators of zone `z`: [operator: amount].
+        func generators(_ zones: PresetSubset.Zones, _ z: Int) -> [UInt16: UInt16] {
+            var g: [UInt16: UInt16] = [:]
+            for k in zones.firstGen[z]..<zones.firstGen[z + 1] {
+                g[PresetSubset.u16(zones.gens, k * 4)] = PresetSubset.u16(zones.gens, k * 4 + 2)
+            }
+            return g
+        }
+        func range(_ amount: UInt16?) -> ClosedRange<Int> {
+            guard let a = amount else { return 0...127 }
+            let lo = Int(a & 0xFF), hi = Int(a >> 8)
+            return lo <= hi ? lo...hi : hi...lo
+        }
+        func signed(_ a: UInt16?) -> Int? { a.map { Int(Int16(bitPattern: $0)) } }
+        func seconds(_ timecents: Int) -> Double { pow(2, Double(max(min(timecents, 8000), -12000)) / 1200) }
+
+        for preset in 0..<presetCount {
+            let program = Int(PresetSubset.u16(phdr, preset * 38 + 20)), bank = Int(PresetSubset.u16(phdr, preset * 38 + 22))
+            var voices: [Voice] = []
+            var presetGlobal: [UInt16: UInt16] = [:]
+            for (n, pz) in (p.firstBag[preset]..<p.firstBag[preset + 1]).enumerated() {
+                let pg = generators(p, pz)
+                guard let instrument = pg[41].map(Int.init), instrument < instCount else {
+                    if n == 0 { presetGlobal = pg }
+                    continue
+                }
+                let pKeys = range(pg[43] ?? presetGlobal[43]), pVels = range(pg[44] ?? presetGlobal[44])
+                let releaseOffset = signed(pg[38] ?? presetGlobal[38]) ?? 0
+                var instGlobal: [UInt16: UInt16] = [:]
+                for (m, iz) in (i.firstBag[instrument]..<i.firstBag[instrument + 1]).enumerated() {
+                    let ig = generators(i, iz)
+                    guard let sample = ig[53].map(Int.init), sample < samples else {
+                        if m == 0 { instGlobal = ig }
+                        continue
+                    }
+                    let keys = range(ig[43] ?? instGlobal[43]), vels = range(ig[44] ?? instGlobal[44])
+                    guard keys.overlaps(pKeys), vels.overlaps(pVels) else { continue }
+                    let release = seconds((signed(ig[38] ?? instGlobal[38]) ?? -12000) + releaseOffset)
+                    let at = sample * 46
+                    let start = Int(PresetSubset.u32(shdr, at + 20)), end = Int(PresetSubset.u32(shdr, at + 24))
+                    let rate = max(Int(PresetSubset.u32(shdr, at + 36)), 1)
+                    let mode = Int(ig[54] ?? instGlobal[54] ?? 0)
+                    var longest: Double? = mode == 1 || mode == 3 ? nil : Double(max(end - start, 0)) / Double(rate)
+                    // a silent sustain: the voice ends with its decay
+                    if let sustain = signed(ig[37] ?? instGlobal[37]), sustain >= 960 {
+                        let decay = seconds(signed(ig[36] ?? instGlobal[36]) ?? -12000)
+                        longest = min(longest ?? decay, decay)
+                    }
+                    let root = signed(ig[58] ?? instGlobal[58]).flatMap { (0...127).contains($0) ? $0 : nil }
+                        ?? Int(shdr[shdr.startIndex + at + 40])
+                    voices.append(Voice(keys: max(keys.lowerBound, pKeys.lowerBound)...min(keys.upperBound, pKeys.upperBound),
+                                        velocities: max(vels.lowerBound, pVels.lowerBound)...min(vels.upperBound, pVels.upperBound),
+                                        release: release, longest: longest, rootKey: root))
+                }
+            }
+            if presets[bank * 128 + program] == nil { presets[bank * 128 + program] = voices }
+        }
+    }
+
+    /// The voices of the preset FluidSynth would pick for `bank` and
+    /// `program` (its fallbacks: bank 0, then program 0; drum kit 0) that a
+    /// key and velocity start; nil if the font has none of those presets.
+    func voices(bank: Int, program: Int, drum: Bool, key: Int, velocity: Int) -> [Voice]? {
+        let candidates = drum ? [(128, program), (128, 0)] : [(bank, program), (0, program), (0, 0)]
+        guard let voices = candidates.lazy.compactMap({ self.presets[$0.0 * 128 + $0.1] }).first else { return nil }
+        return voices.filter { $0.keys.contains(key) && $0.velocities.contains(velocity) }
+    }
+
+    /// How many voices a note starts (see `voices`).
+    public func voiceCount(bank: Int, program: Int, drum: Bool, key: Int, velocity: Int) -> Int? {
+        voices(bank: bank, program: program, drum: drum, key: key, velocity: velocity)?.count
+    }
+
+    /// Voice-seconds of one note held `held` seconds (note-on to release,
+    /// pedal included): each voice sounds until its release ends, or its
+    /// sample or decay does (see `voices`).
+    public func cost(bank: Int, program: Int, drum: Bool, key: Int, velocity: Int, held: Double) -> Double? {
+        guard let voices = voices(bank: bank, program: program, drum: drum, key: key, velocity: velocity) else { return nil }
+        var total = 0.0
+        for v in voices {
+            var t = held + v.release
+            if let longest = v.longest { t = min(t, longest * pow(2, Double(v.rootKey - key) / 12)) }
+            total += t
+        }
+        return total
+    }
+}
