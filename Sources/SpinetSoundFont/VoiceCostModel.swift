@@ -18,8 +18,6 @@ public struct VoiceCostModel: Sendable {
         /// Longest the voice sounds at its root key, in seconds (nil: as
         /// long as the key is held), and that key.
         var longest: Double?, rootKey: Int
-        /// Generator 57: a note silences the voices of its class (0: none).
-        var exclusiveClass: Int
     }
     /// Per bank * 128 + program.
     var presets: [Int: [Voice]] = [:]
@@ -96,8 +94,7 @@ public struct VoiceCostModel: Sendable {
                         ?? Int(shdr[shdr.startIndex + at + 40])
                     voices.append(Voice(keys: max(keys.lowerBound, pKeys.lowerBound)...min(keys.upperBound, pKeys.upperBound),
                                         velocities: max(vels.lowerBound, pVels.lowerBound)...min(vels.upperBound, pVels.upperBound),
-                                        release: release, longest: longest, rootKey: root,
-                                        exclusiveClass: Int(ig[57] ?? instGlobal[57] ?? 0)))
+                                        release: release, longest: longest, rootKey: root))
                 }
             }
             if presets[bank * 128 + program] == nil { presets[bank * 128 + program] = voices }
@@ -111,13 +108,6 @@ public struct VoiceCostModel: Sendable {
         let candidates = drum ? [(128, program), (128, 0)] : [(bank, program), (0, program), (0, 0)]
         guard let voices = candidates.lazy.compactMap({ self.presets[$0.0 * 128 + $0.1] }).first else { return nil }
         return voices.filter { $0.keys.contains(key) && $0.velocities.contains(velocity) }
-    }
-
-    /// The exclusive classes of the voices a key starts in drum kit
-    /// `program` (or kit 0), at any velocity.
-    public func exclusiveClasses(kit program: Int, key: Int) -> [Int] {
-        let voices = presets[128 * 128 + program] ?? presets[128 * 128] ?? []
-        return voices.filter { $0.keys.contains(key) && $0.exclusiveClass != 0 }.map(\.exclusiveClass)
     }
 
     /// How many voices a note starts (see `voices`).

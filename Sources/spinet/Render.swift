@@ -212,7 +212,7 @@ struct Render: ParsableCommand {
         } catch {
             throw Failure("\(input): \(error.description)")
         }
-        var schedule = file.schedule(sampleRate: rate)
+        let schedule = file.schedule(sampleRate: rate)
         let allWarnings = file.warnings + schedule.warnings
         if !s.quiet {
             for w in allWarnings.prefix(5) { log("spinet: warning: \(input): \(w.description)") }
@@ -229,38 +229,20 @@ struct Render: ParsableCommand {
 
         // 2. The SoundFont(s), loaded before any audio work.
         let fonts = try Render.fontsOrDefault(s.soundFonts)
-        // What a note costs in this font (its layers, releases and sample
-        // lengths), to split the work between the render threads.
-        let models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
-        let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
-            models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
-        }
         var maxChannel = 0
         for e in schedule.events {
             if case .message(let m) = e.kind, let c = m.channel { maxChannel = max(maxChannel, Int(c)) }
         }
-        var ports = maxChannel / 16 + 1
+        let ports = maxChannel / 16 + 1
         var options = SoundFontOptions()
         options.polyphony = s.polyphony
         options.fluidEffects = s.fluidEffects
         let synth = OscillatorSynth(presets: s.presetBank, polyphony: 256)
         let synthChannels = try Self.applyAssignments(s.channelAssignments, to: synth, ports: ports)
-        // Heavy drums: their keys split between two drum channels.
-        var muted = s.mutedChannels, solo = s.soloChannels
-        if !models.isEmpty && !synthChannels.contains(9) {
-            let kits = Set([0] + schedule.events.compactMap { e -> Int? in
-                guard case .message(.programChange(9, let p)) = e.kind else { return nil }
-                return Int(p)
-            })
-            let classes: (Int) -> [Int] = { key in
-                kits.flatMap { kit in models.flatMap { $0.exclusiveClasses(kit: kit, key: key) } }
-            }
-            if let split = ChannelPartition.splitDrums(schedule, noteCost: noteCost, exclusiveClasses: classes) {
-                schedule = split
-                ports = 2
-                if muted.contains(9) { muted.append(ChannelPartition.drumSplitChannel) }
-                if solo.contains(9) { solo.append(ChannelPartition.drumSplitChannel) }
-            }
+        // Split by what the notes cost in this font: its layers, releases and sample lengths.
+        let models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
+        let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
+            models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
         }
         var groups = ChannelPartition.balance(schedule, channels: ports * 16, parts: Self.partitions,
                                               noteCost: models.isEmpty ? nil : noteCost)
@@ -292,8 +274,8 @@ struct Render: ParsableCommand {
         config.ports = ports
         config.gainDB = s.gain
         config.offlineRenderThreads = min(s.threads, groups.count)
-        config.mutedChannels = muted
-        config.soloChannels = solo
+        config.mutedChannels = s.mutedChannels
+        config.soloChannels = s.soloChannels
         if s.spinetEffects {
             config.reverb = s.reverb
             config.chorus = s.chorus

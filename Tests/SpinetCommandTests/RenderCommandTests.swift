@@ -98,43 +98,6 @@ struct RenderCommandTests {
         #expect(a == b)
     }
 
-    /// A file whose drums are most of the work has their keys split between
-    /// two synthesizers: still the same bytes on one thread or two, and
-    /// `--mute 10` still silences every drum.
-    @Test func splitDrumsRenderTheSameOnAnyThreadCount() throws {
-        let dir = try SpinetCommand.temporaryDirectory("drums")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        var w = MIDIFileWriter(format: 0, ticksPerQuarter: 96)
-        var events: [(tick: Int64, event: TrackEvent.Kind)] = []
-        for i in 0..<32 {
-            for key: UInt8 in [36, 38, i % 4 == 3 ? 46 : 42, 51] {
-                events.append((Int64(i * 48), .message(.noteOn(channel: 9, key: key, velocity: 100))))
-                events.append((Int64(i * 48 + 20), .message(.noteOff(channel: 9, key: key, velocity: 0))))
-            }
-        }
-        events.append((0, .message(.noteOn(channel: 0, key: 48, velocity: 60))))
-        events.append((96, .message(.noteOff(channel: 0, key: 48, velocity: 0))))
-        w.addTrack(events.sorted { $0.tick < $1.tick })
-        let input = dir.appendingPathComponent("drums.mid")
-        try Data(w.bytes()).write(to: input)
-        for (name, extra) in [("t1", ["--threads", "1"]), ("t2", ["--threads", "2"]), ("muted", ["--mute", "10"])] {
-            let r = try SpinetCommand.run(["render", input.path, "-o", dir.appendingPathComponent("\(name).wav").path,
-                                           "--soundfont", font, "--quiet", "--bits", "32f"] + extra)
-            #expect(r.status == 0, "\(r.stderr)")
-        }
-        let a = try Data(contentsOf: dir.appendingPathComponent("t1.wav"))
-        let b = try Data(contentsOf: dir.appendingPathComponent("t2.wav"))
-        #expect(a.count > 100_000)
-        #expect(a == b)
-        // muted: only the one piano note (0.5 s) sounds; nothing after 1.5 s
-        let muted = try Data(contentsOf: dir.appendingPathComponent("muted.wav"))
-        let tag = muted.range(of: Data("data".utf8))!
-        let floats = muted[(tag.upperBound + 4)...].withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
-        let late = floats.dropFirst(2 * 72000)
-        #expect(!late.isEmpty)
-        #expect(late.allSatisfy { abs($0) < 1e-3 }, "a drum sounds on a muted channel")
-    }
-
     /// `--channel 1=synth:sine` sends channel 1 to Spinet's synth: a held A4
     /// comes out as a pure 440 Hz sine (the SoundFont piano is rich in harmonics).
     @Test func channelOptionPlaysTheSynth() throws {
