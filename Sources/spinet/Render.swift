@@ -239,13 +239,17 @@ struct Render: ParsableCommand {
         options.fluidEffects = s.fluidEffects
         let synth = OscillatorSynth(presets: s.presetBank, polyphony: 256)
         let synthChannels = try Self.applyAssignments(s.channelAssignments, to: synth, ports: ports)
-        // Split by what the notes cost in this font: its layers, releases and sample lengths.
-        let models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
-        let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
-            models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
-        }
-        var groups = ChannelPartition.balance(schedule, channels: ports * 16, parts: Self.partitions,
-                                              noteCost: models.isEmpty ? nil : noteCost)
+        // Split by what the notes cost in this font: its layers, releases and
+        // sample lengths. (The model is gone before FluidSynth loads the font.)
+        let balanced: [[Int]] = {
+            let models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
+            let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
+                models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
+            }
+            return ChannelPartition.balance(schedule, channels: ports * 16, parts: Self.partitions,
+                                            noteCost: models.isEmpty ? nil : noteCost)
+        }()
+        var groups = balanced
             .map { $0.filter { !synthChannels.contains($0) } }.filter { !$0.isEmpty }
         if groups.isEmpty { groups = [[]] }   // the SoundFont player stays for Bank Select switches back
         let plays = ChannelPartition.playing(schedule, channels: ports * 16)
