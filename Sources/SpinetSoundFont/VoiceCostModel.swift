@@ -84,7 +84,9 @@ public struct VoiceCostModel: Sendable {
                     let start = Int(PresetSubset.u32(shdr, at + 20)), end = Int(PresetSubset.u32(shdr, at + 24))
                     let rate = max(Int(PresetSubset.u32(shdr, at + 36)), 1)
                     let mode = Int(ig[54] ?? instGlobal[54] ?? 0)
-                    var longest: Double? = mode == 1 || mode == 3 ? nil : Double(max(end - start, 0)) / Double(rate)
+                    // (an SF3 sample's start and end count compressed bytes, not frames)
+                    let compressed = PresetSubset.u16(shdr, at + 44) & 0x10 != 0
+                    var longest: Double? = mode == 1 || mode == 3 || compressed ? nil : Double(max(end - start, 0)) / Double(rate)
                     // a silent sustain: the voice ends with its decay
                     if let sustain = signed(ig[37] ?? instGlobal[37]), sustain >= 960 {
                         let decay = seconds(signed(ig[36] ?? instGlobal[36]) ?? -12000)
