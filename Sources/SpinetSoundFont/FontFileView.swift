@@ -17,16 +17,12 @@ final class FontFileView {
     let segments: [Segment]
     let size: Int64
     var position: Int64 = 0
-    /// Whether the preset data was cut down.
-    let isSubset: Bool
 
     /// The programs the next load keeps (nil: the whole font). Set and read
     /// only under `SoundFontUnit.creation`, around `fluid_synth_sfload`.
     nonisolated(unsafe) static var pendingPrograms: Set<Int>?
-    /// How many loads were cut down (for tests).
-    nonisolated(unsafe) static var subsetLoads = 0
 
-    /// Largest preset data read into memory to cut down (FluidR3_GM's is 0.5 MB).
+    /// Largest preset data read into memory to cut down (FluidR3_GM's is 0.2 MB).
     static let largestHydra: Int64 = 64 << 20
 
     init?(path: String, programs: Set<Int>?) {
@@ -36,10 +32,8 @@ final class FontFileView {
         file = f
         if let programs, let cut = Self.cut(f, fileSize: fileSize, programs: programs) {
             segments = cut
-            isSubset = true
         } else {
             segments = [Segment(start: 0, length: fileSize, source: .file(offset: 0))]
-            isSubset = false
         }
         size = segments.last.map { $0.start + $0.length } ?? 0
     }
@@ -145,7 +139,6 @@ final class FontFileView {
         fluid_sfloader_set_callbacks(loader, { name in
             guard let name else { return nil }
             guard let view = FontFileView(path: String(cString: name), programs: FontFileView.pendingPrograms) else { return nil }
-            if view.isSubset { FontFileView.subsetLoads += 1 }
             return Unmanaged.passRetained(view).toOpaque()
         }, { buffer, count, handle in
             guard let buffer, let handle else { return FLUID_FAILED }
