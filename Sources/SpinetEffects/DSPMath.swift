@@ -53,7 +53,6 @@ enum DSPMath {
 
     static func decibelsToGain(_ dB: Double) -> Double { pow(10, dB / 20) }
 
-    /// Allocates `count` elements initialized to zero (setup only).
     /// `count` zeroed floats from `calloc` (16-byte aligned), for long
     /// delay lines: a large block comes straight from the kernel, already
     /// zero, so its pages take no resident memory until the effect writes
@@ -65,6 +64,7 @@ enum DSPMath {
         return raw.bindMemory(to: Float.self, capacity: max(count, 1))
     }
 
+    /// Allocates `count` elements initialized to zero (setup only).
     static func allocateZeroed<T: Numeric>(_ count: Int) -> UnsafeMutablePointer<T> {
         let p = UnsafeMutablePointer<T>.allocate(capacity: max(count, 1))
         p.initialize(repeating: 0, count: max(count, 1))

@@ -87,7 +87,7 @@ public final class SoundFontUnit: InstrumentUnit {
     private var sendCurrent: UnsafeMutablePointer<Float>
     private var voices = 0
 
-    static let creation = NSLock()
+    private static let creation = NSLock()
 
     /// FluidSynth's block: events take effect on its boundaries.
     public static let grid: Int64 = 64
