@@ -17,7 +17,7 @@
 public enum PresetSubset {
     /// The generator that names a preset zone's instrument.
     static let instrumentGenerator: UInt16 = 41
-    static let presetRecord = 38, instrumentRecord = 22, bagRecord = 4, modulatorRecord = 10, generatorRecord = 4
+    static let presetRecord = 38, instrumentRecord = 22, bagRecord = 4, modulatorRecord = 10, generatorRecord = 4, sampleRecord = 46
     static let order = ["phdr", "pbag", "pmod", "pgen", "inst", "ibag", "imod", "igen", "shdr"]
 
     /// The body of a `pdta` list (after the 'pdta' tag) holding only the
@@ -42,7 +42,7 @@ public enum PresetSubset {
         guard !keep.isEmpty, keep.count < presets else { return nil }
 
         // Presets: the kept ones' zones, renumbered; note the instruments they name.
-        guard let presetZones = Zones(headers: phdr, record: presetRecord, bagField: 24, bags: pbag, mods: pmod, gens: pgen, count: presets) else { return nil }
+        guard let presetZones = presetZones(chunks) else { return nil }
         for g in 0..<(pgen.count / generatorRecord - 1) where u16(pgen, g * generatorRecord) == instrumentGenerator {
             // a reference FluidSynth refuses: let it load the whole font and say so
             guard Int(u16(pgen, g * generatorRecord + 2)) < instruments else { return nil }
@@ -57,7 +57,7 @@ public enum PresetSubset {
             newIndex[i] = keptInstruments.count
             keptInstruments.append(i)
         }
-        guard let instrumentZones = Zones(headers: inst, record: instrumentRecord, bagField: 20, bags: ibag, mods: imod, gens: igen, count: instruments) else { return nil }
+        guard let instrumentZones = instrumentZones(chunks) else { return nil }
 
         let p = presetZones.extract(keep) { gen in
             u16(gen, 0) == instrumentGenerator ? UInt16(newIndex[Int(u16(gen, 2))]) : nil
@@ -88,6 +88,18 @@ public enum PresetSubset {
         return chunks
     }
 
+    /// The preset level of `subChunks`' nine chunks (phdr, pbag, pmod, pgen).
+    static func presetZones(_ chunks: [ArraySlice<UInt8>]) -> Zones? {
+        Zones(headers: chunks[0], record: presetRecord, bagField: 24, bags: chunks[1], mods: chunks[2], gens: chunks[3],
+              count: chunks[0].count / presetRecord - 1)
+    }
+
+    /// The instrument level of `subChunks`' nine chunks (inst, ibag, imod, igen).
+    static func instrumentZones(_ chunks: [ArraySlice<UInt8>]) -> Zones? {
+        Zones(headers: chunks[4], record: instrumentRecord, bagField: 20, bags: chunks[5], mods: chunks[6], gens: chunks[7],
+              count: chunks[4].count / instrumentRecord - 1)
+    }
+
     /// One level (presets or instruments) of headers -> bags -> modulators
     /// and generators, checked to be monotonic and in range.
     struct Zones {
@@ -108,8 +120,8 @@ public enum PresetSubset {
             let genCount = gens.count / PresetSubset.generatorRecord - 1
             guard bagCount >= 0, modCount >= 0, genCount >= 0 else { return nil }
             firstBag = (0...count).map { Int(PresetSubset.u16(headers, $0 * record + bagField)) }
-            firstGen = (0...bagCount).map { Int(PresetSubset.u16(bags, $0 * 4)) }
-            firstMod = (0...bagCount).map { Int(PresetSubset.u16(bags, $0 * 4 + 2)) }
+            firstGen = (0...bagCount).map { Int(PresetSubset.u16(bags, $0 * PresetSubset.bagRecord)) }
+            firstMod = (0...bagCount).map { Int(PresetSubset.u16(bags, $0 * PresetSubset.bagRecord + 2)) }
             guard firstBag.first == 0, firstBag.last == bagCount, zip(firstBag, firstBag.dropFirst()).allSatisfy({ $0 <= $1 }),
                   firstGen.first == 0, firstGen.last == genCount, zip(firstGen, firstGen.dropFirst()).allSatisfy({ $0 <= $1 }),
                   firstMod.first == 0, firstMod.last == modCount, zip(firstMod, firstMod.dropFirst()).allSatisfy({ $0 <= $1 })
@@ -135,9 +147,11 @@ public enum PresetSubset {
                 h += header
                 for z in firstBag[item]..<firstBag[item + 1] {
                     bag()
-                    m += mods[mods.startIndex + firstMod[z] * 10..<mods.startIndex + firstMod[z + 1] * 10]
+                    let mod = PresetSubset.modulatorRecord
+                    m += mods[mods.startIndex + firstMod[z] * mod..<mods.startIndex + firstMod[z + 1] * mod]
                     for k in firstGen[z]..<firstGen[z + 1] {
-                        let gen = gens[gens.startIndex + k * 4..<gens.startIndex + k * 4 + 4]
+                        let at = gens.startIndex + k * PresetSubset.generatorRecord
+                        let gen = gens[at..<at + PresetSubset.generatorRecord]
                         if let amount = rewrite(gen) {
                             g += gen.prefix(2)
                             PresetSubset.appendU16(&g, amount)

@@ -33,20 +33,19 @@ public struct VoiceCostModel: Sendable {
     }
 
     init?(chunks: [ArraySlice<UInt8>]) {
-        let phdr = chunks[0], pbag = chunks[1], pgen = chunks[3], inst = chunks[4], ibag = chunks[5], igen = chunks[7], shdr = chunks[8]
+        let phdr = chunks[0], inst = chunks[4], shdr = chunks[8]
         let presetCount = phdr.count / PresetSubset.presetRecord - 1
         let instCount = inst.count / PresetSubset.instrumentRecord - 1
         guard presetCount > 0, instCount > 0,
-              let p = PresetSubset.Zones(headers: phdr, record: PresetSubset.presetRecord, bagField: 24, bags: pbag, mods: chunks[2], gens: pgen, count: presetCount),
-              let i = PresetSubset.Zones(headers: inst, record: PresetSubset.instrumentRecord, bagField: 20, bags: ibag, mods: chunks[6], gens: igen, count: instCount)
-        else { return nil }
-        let samples = shdr.count / 46
+              let p = PresetSubset.presetZones(chunks), let i = PresetSubset.instrumentZones(chunks) else { return nil }
+        let samples = shdr.count / PresetSubset.sampleRecord
 
         /// The generators of zone `z`: [operator: amount].
         func generators(_ zones: PresetSubset.Zones, _ z: Int) -> [UInt16: UInt16] {
             var g: [UInt16: UInt16] = [:]
             for k in zones.firstGen[z]..<zones.firstGen[z + 1] {
-                g[PresetSubset.u16(zones.gens, k * 4)] = PresetSubset.u16(zones.gens, k * 4 + 2)
+                let at = k * PresetSubset.generatorRecord
+                g[PresetSubset.u16(zones.gens, at)] = PresetSubset.u16(zones.gens, at + 2)
             }
             return g
         }
@@ -59,7 +58,8 @@ public struct VoiceCostModel: Sendable {
         func seconds(_ timecents: Int) -> Double { pow(2, Double(max(min(timecents, 8000), -12000)) / 1200) }
 
         for preset in 0..<presetCount {
-            let program = Int(PresetSubset.u16(phdr, preset * 38 + 20)), bank = Int(PresetSubset.u16(phdr, preset * 38 + 22))
+            let header = preset * PresetSubset.presetRecord
+            let program = Int(PresetSubset.u16(phdr, header + 20)), bank = Int(PresetSubset.u16(phdr, header + 22))
             var voices: [Voice] = []
             var presetGlobal: [UInt16: UInt16] = [:]
             for (n, pz) in (p.firstBag[preset]..<p.firstBag[preset + 1]).enumerated() {
@@ -80,7 +80,7 @@ public struct VoiceCostModel: Sendable {
                     let keys = range(ig[43] ?? instGlobal[43]), vels = range(ig[44] ?? instGlobal[44])
                     guard keys.overlaps(pKeys), vels.overlaps(pVels) else { continue }
                     let release = seconds((signed(ig[38] ?? instGlobal[38]) ?? -12000) + releaseOffset)
-                    let at = sample * 46
+                    let at = sample * PresetSubset.sampleRecord
                     let start = Int(PresetSubset.u32(shdr, at + 20)), end = Int(PresetSubset.u32(shdr, at + 24))
                     let rate = max(Int(PresetSubset.u32(shdr, at + 36)), 1)
                     let mode = Int(ig[54] ?? instGlobal[54] ?? 0)
