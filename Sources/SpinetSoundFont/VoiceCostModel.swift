@@ -49,6 +49,23 @@ public struct VoiceCostModel: Sendable {
             }
             return g
         }
+        /// The zones of item `n` that name their target (generator `target`
+        /// below `limit`: a preset zone's instrument, an instrument zone's
+        /// sample), each with the item's global zone (a first zone without
+        /// one) merged in under its own generators.
+        func zones(_ table: PresetSubset.Zones, _ n: Int, target: UInt16, limit: Int) -> [(target: Int, gens: [UInt16: UInt16])] {
+            var global: [UInt16: UInt16] = [:]
+            var out: [(target: Int, gens: [UInt16: UInt16])] = []
+            for (k, z) in (table.firstBag[n]..<table.firstBag[n + 1]).enumerated() {
+                let g = generators(table, z)
+                guard let t = g[target].map(Int.init), t < limit else {
+                    if k == 0 { global = g }
+                    continue
+                }
+                out.append((t, global.merging(g) { $1 }))
+            }
+            return out
+        }
         func range(_ amount: UInt16?) -> ClosedRange<Int> {
             guard let a = amount else { return 0...127 }
             let lo = Int(a & 0xFF), hi = Int(a >> 8)
@@ -61,38 +78,26 @@ public struct VoiceCostModel: Sendable {
             let header = preset * PresetSubset.presetRecord
             let program = Int(PresetSubset.u16(phdr, header + 20)), bank = Int(PresetSubset.u16(phdr, header + 22))
             var voices: [Voice] = []
-            var presetGlobal: [UInt16: UInt16] = [:]
-            for (n, pz) in (p.firstBag[preset]..<p.firstBag[preset + 1]).enumerated() {
-                let pg = generators(p, pz)
-                guard let instrument = pg[41].map(Int.init), instrument < instCount else {
-                    if n == 0 { presetGlobal = pg }
-                    continue
-                }
-                let pKeys = range(pg[43] ?? presetGlobal[43]), pVels = range(pg[44] ?? presetGlobal[44])
-                let releaseOffset = signed(pg[38] ?? presetGlobal[38]) ?? 0
-                var instGlobal: [UInt16: UInt16] = [:]
-                for (m, iz) in (i.firstBag[instrument]..<i.firstBag[instrument + 1]).enumerated() {
-                    let ig = generators(i, iz)
-                    guard let sample = ig[53].map(Int.init), sample < samples else {
-                        if m == 0 { instGlobal = ig }
-                        continue
-                    }
-                    let keys = range(ig[43] ?? instGlobal[43]), vels = range(ig[44] ?? instGlobal[44])
+            for (instrument, pg) in zones(p, preset, target: 41, limit: instCount) {
+                let pKeys = range(pg[43]), pVels = range(pg[44])
+                let releaseOffset = signed(pg[38]) ?? 0
+                for (sample, ig) in zones(i, instrument, target: 53, limit: samples) {
+                    let keys = range(ig[43]), vels = range(ig[44])
                     guard keys.overlaps(pKeys), vels.overlaps(pVels) else { continue }
-                    let release = seconds((signed(ig[38] ?? instGlobal[38]) ?? -12000) + releaseOffset)
+                    let release = seconds((signed(ig[38]) ?? -12000) + releaseOffset)
                     let at = sample * PresetSubset.sampleRecord
                     let start = Int(PresetSubset.u32(shdr, at + 20)), end = Int(PresetSubset.u32(shdr, at + 24))
                     let rate = max(Int(PresetSubset.u32(shdr, at + 36)), 1)
-                    let mode = Int(ig[54] ?? instGlobal[54] ?? 0)
+                    let mode = Int(ig[54] ?? 0)
                     // (an SF3 sample's start and end count compressed bytes, not frames)
                     let compressed = PresetSubset.u16(shdr, at + 44) & 0x10 != 0
                     var longest: Double? = mode == 1 || mode == 3 || compressed ? nil : Double(max(end - start, 0)) / Double(rate)
                     // a silent sustain: the voice ends with its decay
-                    if let sustain = signed(ig[37] ?? instGlobal[37]), sustain >= 960 {
-                        let decay = seconds(signed(ig[36] ?? instGlobal[36]) ?? -12000)
+                    if let sustain = signed(ig[37]), sustain >= 960 {
+                        let decay = seconds(signed(ig[36]) ?? -12000)
                         longest = min(longest ?? decay, decay)
                     }
-                    let root = signed(ig[58] ?? instGlobal[58]).flatMap { (0...127).contains($0) ? $0 : nil }
+                    let root = signed(ig[58]).flatMap { (0...127).contains($0) ? $0 : nil }
                         ?? Int(shdr[shdr.startIndex + at + 40])
                     voices.append(Voice(keys: max(keys.lowerBound, pKeys.lowerBound)...min(keys.upperBound, pKeys.upperBound),
                                         velocities: max(vels.lowerBound, pVels.lowerBound)...min(vels.upperBound, pVels.upperBound),
