@@ -129,7 +129,7 @@ public final class Engine: @unchecked Sendable {
     private var masterGain: Float = 1        // from --gain
     private var masterVolume: Float = 1      // from the master volume SysEx
     private var currentGain: Float = 1       // smoothed product
-    private var fadeGain: Float = 1
+    private var fadePosition: Float = 1      // 1 = not fading, 0 = faded out
     private var fadeStep: Float = 0
     private var gainCoefficient: Float = 0.001
 
@@ -640,17 +640,20 @@ public final class Engine: @unchecked Sendable {
             delay!.process(inputLeft: sends + 4 * n, inputRight: sends + 5 * n, outputLeft: left, outputRight: right, frames: frames)
         }
         let requestedFade = fadeRequest.exchange(0, ordering: .acquiring)
-        if requestedFade > 0 { fadeStep = fadeGain / Float(requestedFade) }
+        if requestedFade > 0 { fadeStep = fadePosition / Float(requestedFade) }
         for i in 0..<frames {
             var g = gainRamp[i]
             if fadeStep > 0 {
-                fadeGain = max(0, fadeGain - fadeStep)
-                g *= fadeGain
+                // Smoothstep, not a straight line: the gain leaves 1 and
+                // arrives at 0 with zero slope (no corner to hear), and the
+                // last tenth of the fade is 31 dB down or more.
+                fadePosition = max(0, fadePosition - fadeStep)
+                g *= fadePosition * fadePosition * (3 - 2 * fadePosition)
             }
             left[i] *= g
             right[i] *= g
         }
-        if fadeStep > 0 && fadeGain == 0 { fadeGainAtomic.store(0, ordering: .releasing) }
+        if fadeStep > 0 && fadePosition == 0 { fadeGainAtomic.store(0, ordering: .releasing) }
         if equalizer != nil { equalizer!.process(left: left, right: right, frames: frames) }
         limiter!.process(left: left, right: right, frames: frames)
     }

@@ -293,6 +293,6 @@ struct Bench: ParsableCommand {
         let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
             .split(separator: "\n").first { $0.hasPrefix("model name") }
             .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "" } ?? "unknown CPU"
-        return "\(cpu ?? "unknown CPU"), \(ProcessInfo.processInfo.activeProcessorCount) cores"
+        return "\(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores"
     }
 }

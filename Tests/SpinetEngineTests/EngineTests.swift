@@ -178,7 +178,14 @@ struct EngineGainTests {
         #expect(out.left.suffix(1000).allSatisfy { $0 == 0 })
         var maxStep: Float = 0
         for i in 1..<out.left.count { maxStep = max(maxStep, abs(out.left[i] - out.left[i - 1])) }
-        #expect(maxStep <= 0.5 / 2400 * 1.01)
+        #expect(maxStep <= 0.5 * 1.5 / 2400 * 1.01)        // smoothstep's steepest slope is 1.5x a line's
+        // Where the sound ends: the last tenth of the fade is over 30 dB
+        // below the level before it, and the gain lands on 0 without a corner.
+        guard let last = out.left.lastIndex(where: { $0 != 0 }) else { Issue.record("silent"); return }
+        #expect(last > 2000 && last < 2500)
+        #expect(out.left[(last - 240)...last].allSatisfy { $0 < 0.5 * 0.0316 })
+        #expect(out.left[last] < 1e-5)
+        #expect(abs(out.left[last] - out.left[last - 1]) < 1e-5)
     }
 
     @Test func zeroFramesIsANoOp() {
