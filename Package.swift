@@ -19,6 +19,8 @@ let package = Package(
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
 
+        // JSON, text and number formatting shared by the modules above the engine.
+        .target(name: "SpinetSupport"),
         .target(name: "SpinetMIDI"),
         .target(name: "SpinetEngine", dependencies: ["SpinetMIDI", "SpinetEffects"]),
         // Its GOMP_parallel must be in the executable's dynamic symbol table so
@@ -28,12 +30,12 @@ let package = Package(
             .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=GOMP_parallel"]),
         ]),
         .target(name: "SpinetSoundFont", dependencies: ["SpinetEngine", "SpinetMIDI", "CFluidSynth", "CFluidSynthRealtime"]),
-        .target(name: "SpinetEffects"),
-        .target(name: "SpinetSynth", dependencies: ["SpinetEngine", "SpinetMIDI"], exclude: ["PRESETS.md"]),
-        .target(name: "SpinetFile", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "CSndFile"]),
-        .target(name: "SpinetALSA", dependencies: ["CALSA", "SpinetEngine", "SpinetMIDI", "SpinetFile"]),
+        .target(name: "SpinetEffects", dependencies: ["SpinetSupport"]),
+        .target(name: "SpinetSynth", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSupport"], exclude: ["PRESETS.md"]),
+        .target(name: "SpinetFile", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSupport", "CSndFile"]),
+        .target(name: "SpinetALSA", dependencies: ["CALSA", "SpinetEngine", "SpinetMIDI", "SpinetFile", "SpinetSupport"]),
         .executableTarget(name: "spinet", dependencies: [
-            "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetALSA",
+            "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetALSA", "SpinetSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -42,14 +44,15 @@ let package = Package(
         // The same counting for `spinet bench`, in its own executable: the
         // interposed malloc and lock functions stay out of `spinet`.
         .executableTarget(name: "spinet-rtcheck", dependencies: [
-            "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetTestSupport",
+            "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetSupport", "SpinetTestSupport",
         ]),
         .target(name: "SpinetTestSupport", dependencies: ["SpinetMIDI", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
         .testTarget(name: "SpinetTestSupportTests", dependencies: ["SpinetTestSupport", "CRealtimeProbe"]),
         .testTarget(name: "SpinetMIDITests", dependencies: ["SpinetMIDI", "SpinetTestSupport"], exclude: ["Regressions"]),
         .testTarget(name: "SpinetEngineTests", dependencies: ["SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetTestSupport"]),
         .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetSynth", "SpinetEngine", "SpinetFile", "SpinetMIDI", "SpinetTestSupport"]),
-        .testTarget(name: "SpinetSynthTests", dependencies: ["SpinetSynth", "SpinetEngine", "SpinetMIDI", "SpinetTestSupport"]),
+        .testTarget(name: "SpinetSynthTests", dependencies: ["SpinetSynth", "SpinetEngine", "SpinetMIDI", "SpinetSupport", "SpinetTestSupport"]),
+        .testTarget(name: "SpinetSupportTests", dependencies: ["SpinetSupport"]),
         .testTarget(name: "SpinetEffectsTests", dependencies: ["SpinetEffects", "SpinetTestSupport"]),
         .testTarget(name: "SpinetALSATests", dependencies: ["SpinetALSA", "SpinetEngine", "SpinetMIDI", "CALSA", "SpinetTestSupport", "CRealtimeProbe"]),
         .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport"]),

@@ -1,7 +1,6 @@
 #ifndef SPINET_CALSA_SHIM_H
 #define SPINET_CALSA_SHIM_H
 #include <alsa/asoundlib.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,16 +45,6 @@ static inline void spinet_seq_ev_set_real_time(snd_seq_event_t *ev, unsigned cha
 
 static inline int spinet_seq_ev_is_real_time(const snd_seq_event_t *ev) {
     return (ev->flags & SND_SEQ_TIME_STAMP_MASK) == SND_SEQ_TIME_STAMP_REAL;
-}
-
-// MARK: threads
-
-// pthread_setname_np is a GNU extension, hidden from Swift's Glibc module.
-extern int pthread_setname_np(pthread_t thread, const char *name);
-
-/// Names a thread (at most 15 bytes) for top, perf and gdb.
-static inline int spinet_thread_set_name(pthread_t thread, const char *name) {
-    return pthread_setname_np(thread, name);
 }
 
 // MARK: alsa-lib's error messages

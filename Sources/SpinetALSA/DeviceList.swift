@@ -1,5 +1,4 @@
 import CALSA
-import Foundation
 import Glibc
 
 /// An audio output `--device` accepts.
@@ -49,7 +48,7 @@ public enum DeviceList {
                 guard io == "Output" else { continue }
                 var desc = ""
                 if let d = snd_device_name_get_hint(h, "DESC") {
-                    desc = String(cString: d).replacingOccurrences(of: "\n", with: ", ")
+                    desc = String(cString: d).replacing("\n", with: ", ")
                     free(d)
                 }
                 // Card-specific names are listed below as hw:C,D.

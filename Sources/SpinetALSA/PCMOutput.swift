@@ -42,7 +42,7 @@ public final class PCMOutput: @unchecked Sendable {
     public let pacedByClock: Bool
 
     private var pcm: OpaquePointer?
-    private var thread: RealtimeThread?
+    private var thread: NativeThread?
     private let stopRequested = Atomic<Bool>(false)
     private let xrunCount = Atomic<Int>(0)
     private let failureCode = Atomic<Int>(0)
@@ -227,7 +227,7 @@ public final class PCMOutput: @unchecked Sendable {
     public func start(engine: Engine, timeline: AudioTimeline, ring: RecordRing?, priority: Int32) -> ThreadScheduling {
         precondition(thread == nil, "start once")
         precondition(engine.maxFrames >= periodFrames, "prepare the engine for at least one period")
-        let t = RealtimeThread(name: "spinet-audio", priority: priority) { [self] in
+        let t = NativeThread(name: "spinet-audio", priority: priority) { [self] in
             self.renderLoop(engine: engine, timeline: timeline, ring: ring)
         }
         thread = t

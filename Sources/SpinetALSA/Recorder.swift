@@ -1,6 +1,6 @@
-import Foundation
 import Glibc
 import Synchronization
+import SpinetEngine
 import SpinetFile
 
 /// A single-producer single-consumer ring of stereo frames, allocated once:
@@ -95,8 +95,7 @@ public final class Recorder: @unchecked Sendable {
     private let writer: AudioFileWriter
     private let stopRequested = Atomic<Bool>(false)
     private let failure = Mutex<AudioFileError?>(nil)
-    private var thread: Thread?
-    private let done = DispatchSemaphore(value: 0)
+    private var thread: NativeThread?
     private let chunk = 4096
 
     /// Opens the temporary file. `ringSeconds` of audio may wait for the writer.
@@ -117,16 +116,13 @@ public final class Recorder: @unchecked Sendable {
 
     /// Starts the writer thread.
     public func start() {
-        let t = Thread { [self] in self.writeLoop() }
-        t.name = "spinet-record"
-        thread = t
-        t.start()
+        thread = NativeThread(name: "spinet-record") { [self] in self.writeLoop() }
     }
 
     private func writeLoop() {
         let l = UnsafeMutablePointer<Float>.allocate(capacity: chunk)
         let r = UnsafeMutablePointer<Float>.allocate(capacity: chunk)
-        defer { l.deallocate(); r.deallocate(); done.signal() }
+        defer { l.deallocate(); r.deallocate() }
         while true {
             let stopping = stopRequested.load(ordering: .acquiring)
             let n = ring.read(left: l, right: r, maxFrames: chunk)
@@ -152,7 +148,7 @@ public final class Recorder: @unchecked Sendable {
     @discardableResult
     public func finish() throws(AudioFileError) -> Int64 {
         stopRequested.store(true, ordering: .releasing)
-        if thread != nil { done.wait() }
+        thread?.join()
         thread = nil
         if let e = failure.withLock({ $0 }) {
             output.discard()

@@ -1,5 +1,4 @@
 import CALSA
-import Foundation
 import Glibc
 import Synchronization
 import SpinetEngine
@@ -64,7 +63,7 @@ public final class SequencerClient: @unchecked Sendable {
     private var queueID: Int32 = -1
     private var wakeFD: Int32 = -1      // read end of the wake-up pipe
     private var wakeWriteFD: Int32 = -1
-    private var thread: RealtimeThread?
+    private var thread: NativeThread?
     private let stopRequested = Atomic<Bool>(false)
     private let notices = Mutex<[String]>([])
 
@@ -241,7 +240,7 @@ public final class SequencerClient: @unchecked Sendable {
             wakeWriteFD = pair[1]
             _ = fcntl(wakeFD, F_SETFL, O_NONBLOCK)
         }
-        thread = RealtimeThread(name: "spinet-midi", priority: priority) { [self] in
+        thread = NativeThread(name: "spinet-midi", priority: priority) { [self] in
             self.run(seq: seq, queue: queue, timeline: timeline, timing: timing)
         }
         return made

@@ -1,6 +1,6 @@
 import CALSA
-import Foundation
 import Glibc
+import SpinetSupport
 
 /// A port of another sequencer client, as `spinet ports` and auto-connect see it.
 public struct MIDIPort: Sendable, Equatable {
@@ -87,7 +87,7 @@ enum SequencerPorts {
     /// Names are matched exactly first, then case-insensitively, then as a
     /// prefix (as `aconnect` does).
     static func resolve(_ target: String, among ports: [MIDIPort]) -> MIDIPort? {
-        let t = target.trimmingCharacters(in: .whitespaces)
+        let t = target.trimmingSpaces
         let sources = ports.filter(\.isSource)
         func matches(_ a: String, _ b: String, _ level: Int) -> Bool {
             switch level {

@@ -1,3 +1,5 @@
+import SpinetSupport
+
 /// A musical duration for tempo-synced delay times, in quarter notes
 /// (beats): a dotted eighth is 0.75, an eighth-note triplet 1/3.
 public struct NoteValue: Sendable, Hashable, CustomStringConvertible {
@@ -32,7 +34,7 @@ public struct NoteValue: Sendable, Hashable, CustomStringConvertible {
     /// or a name: "quarter", "eighth", "dotted-eighth", "eighth-triplet", ...
     /// Not for the render thread (it builds strings).
     public init?(name: String) {
-        let text = name.lowercased().trimmingSpaces()
+        let text = name.lowercased().trimmingSpaces
         let names: [String: NoteValue] = [
             "whole": .whole, "half": .half, "quarter": .quarter, "eighth": .eighth,
             "sixteenth": .sixteenth, "thirty-second": .thirtySecond,
@@ -70,14 +72,5 @@ public struct NoteValue: Sendable, Hashable, CustomStringConvertible {
             if abs(quarterNotes - plain * 2 / 3) < 1e-9 { return "1/\(denominator)t" }
         }
         return "\(quarterNotes) quarter notes"
-    }
-}
-
-extension String {
-    fileprivate func trimmingSpaces() -> String {
-        var s = Substring(self)
-        while s.first == " " { s = s.dropFirst() }
-        while s.last == " " { s = s.dropLast() }
-        return String(s)
     }
 }

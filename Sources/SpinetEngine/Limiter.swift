@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// A stereo-linked look-ahead peak limiter with a soft knee: the last stage
 /// before any integer conversion, and the only place in Spinet that stops

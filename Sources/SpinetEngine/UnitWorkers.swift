@@ -1,4 +1,5 @@
-import Foundation
+import Glibc
+import Dispatch
 import Synchronization
 
 /// Offline only: renders the engine's units on several threads.
@@ -40,7 +41,7 @@ final class UnitWorkers: @unchecked Sendable {
     private let wake: [DispatchSemaphore]
     private let finished = DispatchSemaphore(value: 0)
     private var stopping = false
-    private var workerThreads: [Thread] = []
+    private var workerThreads: [NativeThread] = []
     /// Checks of `round` a worker makes before it sleeps: about 100 µs.
     static let spinLimit = 200_000
 
@@ -49,11 +50,9 @@ final class UnitWorkers: @unchecked Sendable {
         self.threads = threads
         wake = (1..<threads).map { _ in DispatchSemaphore(value: 0) }
         for w in 1..<threads {
-            let t = Thread { [unowned self] in self.workerLoop(w - 1) }
-            t.name = "spinet-render-\(w)"
-            t.stackSize = 1 << 20
-            workerThreads.append(t)
-            t.start()
+            workerThreads.append(NativeThread(name: "spinet-render-\(w)", stackSize: 1 << 20) { [unowned self] in
+                self.workerLoop(w - 1)
+            })
         }
     }
 
@@ -139,5 +138,6 @@ final class UnitWorkers: @unchecked Sendable {
         stopping = true
         startRound()
         for _ in 1..<threads { finished.wait() }
+        for t in workerThreads { t.join() }
     }
 }

@@ -1,5 +1,4 @@
 import CSndFile
-import Foundation
 import Glibc
 
 /// Container formats Spinet writes (through libsndfile).

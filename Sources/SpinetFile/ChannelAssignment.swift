@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// `--channel` on the command line: which instrument a MIDI channel plays.
 ///
@@ -28,13 +28,13 @@ public struct ChannelAssignment: Equatable, Sendable {
         let usage = "use N=synth[:PRESET] or N=soundfont, with N from 1 to 16 (or PORT.N for further ports, or all)"
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
         guard parts.count == 2 else { throw ParseError(description: "--channel \(text): \(usage)") }
-        let target = parts[0].trimmingCharacters(in: .whitespaces)
-        do {
+        let target = parts[0].trimmingSpaces
+        do throws(ParseError) {
             channels = try Self.channels(target, ports: ports)
         } catch {
             throw ParseError(description: "--channel \(text): \(error.description); \(usage)")
         }
-        let value = parts[1].trimmingCharacters(in: .whitespaces)
+        let value = parts[1].trimmingSpaces
         let kind = value.split(separator: ":", maxSplits: 1).map(String.init)
         switch kind.first?.lowercased() {
         case "soundfont", "sf", "sf2":
@@ -50,7 +50,7 @@ public struct ChannelAssignment: Equatable, Sendable {
     /// The global channels one channel spec names: `N` (1-16, first port),
     /// `P.N` (port P from 1), or `all` (every channel on `ports` ports).
     public static func channels(_ spec: String, ports: Int) throws(ParseError) -> [Int] {
-        let target = spec.trimmingCharacters(in: .whitespaces)
+        let target = spec.trimmingSpaces
         if target.lowercased() == "all" { return Array(0..<(ports * 16)) }
         let numbers = target.split(separator: ".", omittingEmptySubsequences: false).map { Int($0) }
         let port: Int, channel: Int

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -36,8 +36,8 @@ public final class OutputFile {
         let url = URL(fileURLWithPath: target)
         let dir = url.deletingLastPathComponent().path
         let base = url.lastPathComponent
-        var isDir: ObjCBool = false
-        if !FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) || !isDir.boolValue {
+        var dirStat = stat()
+        if stat(dir, &dirStat) != 0 || (dirStat.st_mode & S_IFMT) != S_IFDIR {
             throw AudioFileError(description: "cannot write \(target): directory \(dir) does not exist")
         }
         // mkstemp both proves the directory is writable and reserves a unique name.

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import SpinetSupport
 
 /// Settings read from a JSON file, for options a user sets once.
 ///
@@ -54,7 +56,7 @@ public struct SpinetConfig: Equatable, Sendable {
     /// The default location, whether or not a file is there.
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         let base = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.config")
+            ?? ((environment["HOME"] ?? expandingTilde("~")) + "/.config")
         return base + "/spinet/config.json"
     }
 
@@ -72,13 +74,14 @@ public struct SpinetConfig: Equatable, Sendable {
     }
 
     public static func parse(_ data: Data, path: String) throws(ConfigError) -> SpinetConfig {
-        let object: Any
-        do { object = try JSONSerialization.jsonObject(with: data) } catch {
-            throw ConfigError(description: "config \(path): not valid JSON (\(error.localizedDescription))")
+        let root: JSONValue
+        do { root = try JSONParser.parse(String(decoding: data, as: UTF8.self)) } catch {
+            throw ConfigError(description: "config \(path): not valid JSON: \(error.description)")
         }
-        guard let dict = object as? [String: Any] else {
+        guard case .object(let members) = root else {
             throw ConfigError(description: "config \(path): the top level must be an object")
         }
+        let dict = Dictionary(members, uniquingKeysWith: { first, _ in first })   // the parser refuses duplicates
         var config = SpinetConfig()
         config.path = path
         for key in dict.keys.sorted() where !keys.contains(key) {
@@ -86,23 +89,30 @@ public struct SpinetConfig: Equatable, Sendable {
         }
         func strings(_ key: String) throws(ConfigError) -> [String] {
             guard let v = dict[key] else { return [] }
-            guard let list = v as? [String] else { throw ConfigError(description: "config \(path): \"\(key)\" must be a list of strings") }
-            return list.map { ($0 as NSString).expandingTildeInPath }
+            guard case .array(let items) = v else { throw ConfigError(description: "config \(path): \"\(key)\" must be a list of strings") }
+            var list: [String] = []
+            for item in items {
+                guard case .string(let s) = item else { throw ConfigError(description: "config \(path): \"\(key)\" must be a list of strings") }
+                list.append(expandingTilde(s))
+            }
+            return list
         }
         config.soundFonts = try strings("soundfonts")
         config.channels = try strings("channels").map { $0 }
         config.mute = try strings("mute")
         config.solo = try strings("solo")
         if let p = dict["presets"] {
-            guard let s = p as? String else { throw ConfigError(description: "config \(path): \"presets\" must be a string (a path)") }
-            config.presets = (s as NSString).expandingTildeInPath
+            guard case .string(let s) = p else { throw ConfigError(description: "config \(path): \"presets\" must be a string (a path)") }
+            config.presets = expandingTilde(s)
         }
         // a string, or a number where one is natural ("highpass": 30)
         func setting(_ key: String) throws(ConfigError) -> String? {
-            guard let v = dict[key] else { return nil }
-            if let s = v as? String { return s }
-            if let n = v as? NSNumber, !(v is Bool) { return n.stringValue }
-            throw ConfigError(description: "config \(path): \"\(key)\" must be a string")
+            switch dict[key] {
+            case nil: return nil
+            case .string(let s): return s
+            case .number(let n): return formatNumber(n)
+            default: throw ConfigError(description: "config \(path): \"\(key)\" must be a string")
+            }
         }
         config.effects = try setting("effects")
         config.reverb = try setting("reverb")
@@ -112,8 +122,10 @@ public struct SpinetConfig: Equatable, Sendable {
         config.lowShelf = try setting("low-shelf")
         config.highShelf = try setting("high-shelf")
         if let r = dict["rate"] {
-            guard let n = r as? Int, !(r is Bool) else { throw ConfigError(description: "config \(path): \"rate\" must be a whole number of Hz") }
-            config.rate = n
+            guard case .number(let n) = r, n == n.rounded(), abs(n) < 1e9 else {
+                throw ConfigError(description: "config \(path): \"rate\" must be a whole number of Hz")
+            }
+            config.rate = Int(n)
         }
         return config
     }

@@ -1,9 +1,9 @@
 import CFluidSynth
 import CFluidSynthRealtime
-import Foundation
 import Glibc
 import SpinetEngine
 import SpinetMIDI
+import Synchronization
 
 /// A SoundFont could not be used. `description` is one line naming the file
 /// and what to do about it.
@@ -87,7 +87,7 @@ public final class SoundFontUnit: InstrumentUnit {
     private var sendCurrent: UnsafeMutablePointer<Float>
     private var voices = 0
 
-    private static let creation = NSLock()
+    private static let creation = Mutex(())
 
     /// FluidSynth's block: events take effect on its boundaries.
     public static let grid: Int64 = 64
@@ -121,9 +121,8 @@ public final class SoundFontUnit: InstrumentUnit {
         // FluidSynth fills process-wide tables the first time a synth is
         // created, without guarding against a second thread doing the same;
         // Spinet creates and loads synths one at a time (never on the render thread).
-        Self.creation.lock()
-        let created = new_fluid_synth(settings)
-        Self.creation.unlock()
+        nonisolated(unsafe) var created: OpaquePointer?
+        Self.creation.withLock { _ in created = new_fluid_synth(settings) }
         guard let synth = created else {
             delete_fluid_settings(settings)
             throw SoundFontError(path: fonts.first ?? "-", reason: "FluidSynth could not create a synthesizer: \(FluidLog.takeCollected().last ?? "unknown reason")")
@@ -134,11 +133,11 @@ public final class SoundFontUnit: InstrumentUnit {
             fluid_synth_add_sfloader(synth, loader)     // tried first; the synth owns it
         }
         for path in fonts {
-            Self.creation.lock()
-            FontFileView.pendingPrograms = options.programs
-            let id = fluid_synth_sfload(synth, path, 1)
-            FontFileView.pendingPrograms = nil
-            Self.creation.unlock()
+            let id = Self.creation.withLock { _ in
+                FontFileView.pendingPrograms = options.programs
+                defer { FontFileView.pendingPrograms = nil }
+                return fluid_synth_sfload(synth, path, 1)
+            }
             if id == FLUID_FAILED {
                 let why = FluidLog.takeCollected().last.map { " (\($0))" } ?? ""
                 delete_fluid_synth(synth)

@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 import SpinetMIDI
 
 // Controllers, RPNs, MPE zones and resets. Render thread, preallocated

@@ -1,3 +1,5 @@
+import SpinetSupport
+
 /// An oscillator waveform. All are band-limited (see `SampleRateTables`).
 public enum Waveform: String, CaseIterable, Sendable {
     case sine, saw, square, triangle

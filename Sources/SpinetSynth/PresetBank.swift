@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import SpinetSupport
 
 /// The presets an `OscillatorSynth` can play, chosen by program change or by
 /// name. Names and program numbers are unique within a bank.

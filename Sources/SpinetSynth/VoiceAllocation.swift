@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 // Notes, voices and pedals. Everything here runs on the render thread
 // between render slices, touching only preallocated storage.

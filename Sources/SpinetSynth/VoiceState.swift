@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// A preset turned into the numbers a voice needs at one sample rate: times
 /// in samples, pitches in semitones, rates per sample. No references, so the

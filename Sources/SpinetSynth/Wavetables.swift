@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 import Synchronization
 
 /// Band-limited oscillator tables, mip-mapped per quarter octave.

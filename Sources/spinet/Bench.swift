@@ -1,6 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Glibc
+import Dispatch
+import SpinetSupport
 import SpinetEffects
 import SpinetEngine
 import SpinetFile
@@ -62,17 +64,17 @@ struct Bench: ParsableCommand {
         print("period   p50      p99      max      (over 2000 periods)")
         for period in [64, 128, 256] {
             let stats = try Self.callbackTimes(font: font, rate: rate, period: period, voices: 256, periods: 2000)
-            print(String(format: "%5d  %6.1f%%  %6.1f%%  %6.1f%%   voices %d", period, stats.p50, stats.p99, stats.max, stats.voices))
+            print(formatted("%5ld  %6.1f%%  %6.1f%%  %6.1f%%   voices %ld", period, stats.p50, stats.p99, stats.max, stats.voices))
         }
         let synth = SynthBenchmark.voicesPerCore(sampleRate: Double(rate), seconds: 2)
-        print(String(format: "\nOscillator synth (2 oscillators, filter, 2 envelopes, LFO per voice): %.0f voices per core in real time, %.2f ns per voice-sample",
+        print(formatted("\nOscillator synth (2 oscillators, filter, 2 envelopes, LFO per voice): %.0f voices per core in real time, %.2f ns per voice-sample",
                      synth.voicesPerCore, synth.nsPerVoiceSample))
         let sending = SynthBenchmark.voicesPerCore(sampleRate: Double(rate), seconds: 2, voices: 512, sends: (reverb: 40, chorus: 0, delay: 0))
-        print(String(format: "  with the default reverb send (CC 91 = 40): %.0f voices per core, %.2f ns per voice-sample",
+        print(formatted("  with the default reverb send (CC 91 = 40): %.0f voices per core, %.2f ns per voice-sample",
                      sending.voicesPerCore, sending.nsPerVoiceSample))
         print("\nEffects, CPU time per second of 48 kHz stereo audio (256-frame blocks of noise):")
         for (name, microseconds) in EffectsBenchmark.costPerSecondOfAudio(sampleRate: Double(rate)) {
-            print(String(format: "%8.0f µs  %@", microseconds, name))
+            print(formatted("%8.0f µs  ", microseconds) + name)
         }
         print("\nWhat the render path must never do (allocate, free, lock, make a system call), counted by spinet-rtcheck:")
         realtimeRules(font: font)
@@ -88,7 +90,7 @@ struct Bench: ParsableCommand {
             engine.render(frames: 128, left: &l, right: &r)
             let ms = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
             let size = ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) / 1_000_000
-            print(String(format: "%8.1f ms  %@ (%d MB)", ms, path, size))
+            print(formatted("%8.1f ms  ", ms) + "\(path) (\(size) MB)")
         }
     }
 
@@ -103,17 +105,13 @@ struct Bench: ParsableCommand {
             print("  not measured: \(checker) is missing (swift build -c release builds it)")
             return
         }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: checker)
-        p.arguments = [font, "--period", "128", "--cycles", "2000"]
         fflush(nil)   // flush our buffered lines first: its lines go between ours
         do {
-            try p.run()
-            p.waitUntilExit()
-            if p.terminationStatus == 1 { print("  FAILED: the render path allocated, locked or made a system call (above)") }
-            else if p.terminationStatus != 0 { print("  not measured: spinet-rtcheck exited with status \(p.terminationStatus)") }
+            let status = try Self.run(checker, [font, "--period", "128", "--cycles", "2000"], quiet: false).exitStatus
+            if status == 1 { print("  FAILED: the render path allocated, locked or made a system call (above)") }
+            else if status != 0 { print("  not measured: spinet-rtcheck exited with status \(status)") }
         } catch {
-            print("  not measured: \(error.localizedDescription)")
+            print("  not measured: \((error as? Failure)?.message ?? "\(error)")")
         }
     }
 
@@ -210,15 +208,15 @@ struct Bench: ParsableCommand {
             totalSpinet += s; totalPeer += p; totalMusic += music
             ratios.append(p / s)
             let name = URL(fileURLWithPath: file).lastPathComponent
-            let column = String(name.prefix(32)).padding(toLength: 32, withPad: " ", startingAt: 0)
-            print(column + String(format: " %6.1fs %8.2fs %10.2fs %6.2fx %8.1f MB %8.1f MB%@",
-                                  music, s, p, p / s, Double(sRSS) / 1024, Double(pRSS) / 1024, failed))
+            let column = String(name.prefix(32)).padded(to: 32)
+            print(column + formatted(" %6.1fs %8.2fs %10.2fs %6.2fx %8.1f MB %8.1f MB",
+                                     music, s, p, p / s, Double(sRSS) / 1024, Double(pRSS) / 1024) + failed)
         }
         print(String(repeating: "-", count: header.count))
         let geo = exp(ratios.map { log($0) }.reduce(0, +) / Double(ratios.count))
-        print(String(format: "aggregate (%d files)               %6.0fs %8.2fs %10.2fs %6.2fx   (geometric mean of ratios %.2fx)",
+        print(formatted("aggregate (%ld files)               %6.0fs %8.2fs %10.2fs %6.2fx   (geometric mean of ratios %.2fx)",
                      files.count, totalMusic, totalSpinet, totalPeer, totalPeer / totalSpinet, geo))
-        print(String(format: "speed: Spinet %.1fx real time, FluidSynth %.1fx real time",
+        print(formatted("speed: Spinet %.1fx real time, FluidSynth %.1fx real time",
                      totalMusic / totalSpinet, totalMusic / totalPeer))
     }
 
@@ -233,11 +231,10 @@ struct Bench: ParsableCommand {
             if FileManager.default.fileExists(atPath: Self.openMSX) { inputs.append(Self.openMSX) }
         }
         for p in inputs {
-            var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: p, isDirectory: &isDir) else {
+            guard let directory = isDirectory(p) else {
                 throw Failure("\(p): no such file or directory")
             }
-            if isDir.boolValue {
+            if directory {
                 let names = (try FileManager.default.contentsOfDirectory(atPath: p)).sorted()
                 list += names.filter { ["mid", "midi", "kar", "rmi"].contains(URL(fileURLWithPath: $0).pathExtension.lowercased()) }
                     .map { "\(p)/\($0)" }
@@ -252,15 +249,25 @@ struct Bench: ParsableCommand {
         var seconds: Double
         var maxRSSKB: Int
         var status: Int32
+        /// The exit status, or 128 + the signal that ended it.
+        var exitStatus: Int32 { status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + status & 0x7f }
     }
 
     /// Runs a command with its output discarded; wall time and peak RSS from wait4.
     static func measure(_ program: String, _ arguments: [String]) throws -> Measurement {
+        try run(program, arguments, quiet: true)
+    }
+
+    /// Runs a command, its output discarded when `quiet` (else on ours),
+    /// and waits for it.
+    static func run(_ program: String, _ arguments: [String], quiet: Bool) throws -> Measurement {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        if quiet {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         let argv = ([program] + arguments).map { strdup($0) } + [nil]
         defer { for p in argv { free(p) } }
@@ -292,7 +299,7 @@ struct Bench: ParsableCommand {
     static func machine() -> String {
         let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
             .split(separator: "\n").first { $0.hasPrefix("model name") }
-            .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "" } ?? "unknown CPU"
+            .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingSpaces } ?? "" } ?? "unknown CPU"
         return "\(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores"
     }
 }

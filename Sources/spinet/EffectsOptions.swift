@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import SpinetEffects
 import SpinetFile
 
@@ -73,7 +74,7 @@ struct EffectsOptions: ParsableArguments {
         var eq = Equalizer.Parameters()
         let highPass = source("highpass", self.highPass, config.highPass, key: "highpass")
         if let text = highPass.value, !["off", "none"].contains(text.lowercased()) {
-            guard let hz = Double(text.trimmingCharacters(in: .whitespaces)), (10...2000).contains(hz) else {
+            guard let hz = Double(text.trimmingSpaces), (10...2000).contains(hz) else {
                 throw Failure("\(highPass.label) \(text) is not a corner frequency; use 10 to 2000 (Hz) or off")
             }
             eq.highPassEnabled = true
@@ -98,7 +99,7 @@ struct EffectsOptions: ParsableArguments {
     /// A shelf setting: `GAIN` or `GAIN@HZ` (dB, optional "dB"/"Hz" units).
     static func shelf(_ text: String, label: String, corners: ClosedRange<Double>, defaultCorner: Double) throws -> (gain: Double, hz: Double) {
         let usage = "use a gain in dB from -24 to 24, optionally @ a corner from \(Int(corners.lowerBound)) to \(Int(corners.upperBound)) Hz (e.g. +3 or -2@\(Int(defaultCorner)))"
-        let parts = text.lowercased().replacingOccurrences(of: " ", with: "").split(separator: "@", omittingEmptySubsequences: false)
+        let parts = text.lowercased().replacing(" ", with: "").split(separator: "@", omittingEmptySubsequences: false)
         func number(_ s: Substring, unit: String) -> Double? {
             Double(s.hasSuffix(unit) ? s.dropLast(unit.count) : s).flatMap { $0.isFinite ? $0 : nil }
         }

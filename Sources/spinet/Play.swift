@@ -1,6 +1,7 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Glibc
+import SpinetSupport
 import SpinetALSA
 import SpinetEngine
 import SpinetFile
@@ -134,7 +135,7 @@ struct Play: ParsableCommand {
         case "auto": connectTargets = nil
         case "none": connectTargets = []
         default:
-            connectTargets = connect.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            connectTargets = connect.split(separator: ",").map { String($0).trimmingSpaces }.filter { !$0.isEmpty }
             if connectTargets!.isEmpty { throw Failure("--connect '\(connect)' names no source; use auto, none or CLIENT:PORT,...") }
         }
         var recordFormat: (AudioFileFormat, SampleFormat)?
@@ -249,7 +250,7 @@ struct Play: ParsableCommand {
             _ = sequencer.takeNotices()
         }
         say("Audio: \(device), \(output.sampleRate) Hz, \(output.format), \(output.periods) x \(output.periodFrames) frames, \(output.channels) channels")
-        say(String(format: "Latency: %.1f ms from MIDI in to audio out (%d x %d frames buffer + %d safety + %d limiter look-ahead = %d frames at %d Hz)",
+        say(formatted("Latency: %.1f ms from MIDI in to audio out (%ld x %ld frames buffer + %ld safety + %ld limiter look-ahead = %ld frames at %ld Hz)",
                    Double(totalLatency) * 1000 / sampleRate, output.periods, output.periodFrames, safetyFrames,
                    engine.latencyFrames, totalLatency, output.sampleRate))
         if benchNotes > 0 {
@@ -306,7 +307,7 @@ struct Play: ParsableCommand {
             let load = output.takeIntervalLoad()
             let dropped = droppedEvents(engine, sequencer)
             if status.enabled {
-                status.show(String(format: "voices %3d | load %5.1f%% (peak %5.1f%%) | xruns %d | dropped %d | late %d",
+                status.show(formatted("voices %3ld | load %5.1f%% (peak %5.1f%%) | xruns %ld | dropped %ld | late %ld",
                                    engine.statistics.activeVoices, load.mean * 100, load.peak * 100,
                                    output.xruns, dropped, engine.statistics.lateEvents))
             } else if !quiet && (output.xruns != lastXruns || dropped != lastDropped) {
@@ -339,7 +340,7 @@ struct Play: ParsableCommand {
             do {
                 let frames = try recorder.finish()
                 let lost = recorder.ring.lostFrames
-                recordLine = String(format: "; recorded %.1f s to %@", Double(frames) / sampleRate, recorder.target)
+                recordLine = formatted("; recorded %.1f s to ", Double(frames) / sampleRate) + recorder.target
                     + (lost > 0 ? " (\(lost) frames lost: the disk was too slow)" : "")
             } catch {
                 failure = failure ?? error.description
@@ -356,9 +357,10 @@ struct Play: ParsableCommand {
                 + "kernel lost \(seqStats?.kernelLost ?? 0), SysEx too long \(seqStats?.sysExTooLong ?? 0), "
                 + "SysEx unfinished \(seqStats?.sysExUnfinished ?? 0))"
         }
-        say(String(format: "Played %.1f s: render load %.1f%% mean, %.1f%% peak of a %d-frame period; %d voices at most; %d xruns; %d MIDI events (%d stamped by the kernel), %d dropped%@, %d late; %d held notes released%@",
-                   elapsed, total.mean * 100, total.peak * 100, output.periodFrames, stats.peakVoices, output.xruns,
-                   seqStats?.received ?? 0, seqStats?.kernelStamped ?? 0, dropped, why, stats.lateEvents, seqStats?.released ?? 0, recordLine))
+        say(formatted("Played %.1f s: render load %.1f%% mean, %.1f%% peak of a %ld-frame period; %ld voices at most; %ld xruns; %ld MIDI events (%ld stamped by the kernel), %ld dropped",
+                      elapsed, total.mean * 100, total.peak * 100, output.periodFrames, stats.peakVoices, output.xruns,
+                      seqStats?.received ?? 0, seqStats?.kernelStamped ?? 0, dropped)
+            + "\(why), \(stats.lateEvents) late; \(seqStats?.released ?? 0) held notes released\(recordLine)")
     }
 
     /// Events lost anywhere on the way in: the engine queue was full, the
@@ -380,7 +382,8 @@ final class SoundFontRequests: @unchecked Sendable {
         // A background job that reads its terminal would be stopped: read() fails instead.
         signal(SIGTTIN, SIG_IGN)
         signal(SIGHUP, { _ in soundFontReloadRequested.store(true, ordering: .relaxed) })
-        let t = Thread { [self] in
+        // Never joined: it waits in read() until the program ends.
+        _ = NativeThread(name: "spinet-stdin") { [self] in
             var pending: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
@@ -393,20 +396,18 @@ final class SoundFontRequests: @unchecked Sendable {
                 }
                 pending += buffer[0..<n]
                 while let nl = pending.firstIndex(of: 10) {
-                    let path = String(decoding: pending[..<nl], as: UTF8.self).trimmingCharacters(in: .whitespaces)
+                    let path = String(decoding: pending[..<nl], as: UTF8.self).trimmingSpaces
                     pending.removeSubrange(...nl)
                     if !path.isEmpty { self.lines.withLock { $0.append(path) } }
                 }
             }
         }
-        t.name = "spinet-stdin"
-        t.start()
     }
 
     /// The fonts to switch to, if asked since the last call.
     func take(reloading current: [String]) -> [String]? {
         if let line = lines.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
-            return line.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+            return line.split(separator: ",").map { String($0).trimmingSpaces }
         }
         if soundFontReloadRequested.exchange(false, ordering: .relaxed) { return current }
         return nil
@@ -431,19 +432,19 @@ final class StatusLine {
 
     func show(_ text: String) {
         guard enabled else { return }
-        FileHandle.standardError.write(Data("\r\(text)\u{1B}[K".utf8))
+        writeStandardError("\r\(text)\u{1B}[K")
         shown = true
     }
 
     /// Prints a line (above the status line, if one is shown).
     func print(_ line: String) {
-        if shown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)); shown = false }
+        if shown { writeStandardError("\r\u{1B}[K"); shown = false }
         printError("spinet: \(line)")
     }
 
     func finish() {
         guard enabled, shown else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        writeStandardError("\r\u{1B}[K")
         shown = false
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import Glibc
+import SpinetSupport
 import SpinetALSA
 
 struct Ports: ParsableCommand {
@@ -19,7 +20,7 @@ struct Ports: ParsableCommand {
             if sources.isEmpty { lines.append("  (none)") }
             let width = sources.map { $0.port.address.description.count }.max() ?? 0
             for (port, skipped) in sources {
-                let address = port.address.description.padding(toLength: max(width, 5), withPad: " ", startingAt: 0)
+                let address = port.address.description.padded(to: max(width, 5))
                 lines.append("  \(address)  \(port.name)" + (skipped.map { "   [auto skips: \($0)]" } ?? ""))
             }
         } catch {
@@ -30,7 +31,7 @@ struct Ports: ParsableCommand {
         let outputs = DeviceList.audioOutputs()
         let width = outputs.map(\.name.count).max() ?? 0
         for o in outputs {
-            lines.append("  \(o.name.padding(toLength: max(width, 7), withPad: " ", startingAt: 0))  \(o.description)")
+            lines.append("  \(o.name.padded(to: max(width, 7)))  \(o.description)")
         }
         print(lines.joined(separator: "\n"))
     }

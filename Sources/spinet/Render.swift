@@ -1,6 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Glibc
+import Dispatch
+import SpinetSupport
 import Synchronization
 import SpinetEffects
 import SpinetEngine
@@ -220,7 +222,7 @@ struct Render: ParsableCommand {
         }
         let hours = Double(schedule.endFrame) / Double(rate) / 3600
         guard hours <= 24 else {
-            throw Failure(String(format: "%@ lasts %.0f hours (a damaged delta time or End of Track?); Spinet renders at most 24 hours", input, min(hours, 1e12)))
+            throw Failure(input + formatted(" lasts %.0f hours (a damaged delta time or End of Track?); Spinet renders at most 24 hours", min(hours, 1e12)))
         }
         let hasNotes = schedule.events.contains { if case .message(let m) = $0.kind { return m.isNoteOn } else { return false } }
         guard hasNotes else {
@@ -407,7 +409,7 @@ struct Render: ParsableCommand {
     static func clock(_ seconds: Double) -> String {
         let s = max(0, seconds)
         let m = Int(s / 60)
-        return String(format: "%d:%04.1f", m, s - Double(m * 60))
+        return formatted("%ld:%04.1f", m, s - Double(m * 60))
     }
 
     static func summary(_ r: RenderReport, seconds: Double, target: String) -> String {
@@ -416,11 +418,12 @@ struct Render: ParsableCommand {
         let total = Double(r.outputFrames) / rate
         let speed = seconds > 0 ? total / seconds : 0
         let tail = max(0, total - music)
-        let peak = r.peak > 0 ? String(format: "%.1f dBFS", r.peakDBFS) : "silent"
+        let peak = r.peak > 0 ? formatted("%.1f dBFS", r.peakDBFS) : "silent"
         let capped = r.tailCapped ? " (sound did not decay: faded out)" : ""
         let dest = target == "-" ? "standard output" : target
-        return String(format: "Rendered %@ of music + %.1f s tail%@ in %.2f s (%.1fx real time); peak %@, %d voices at most, %d events dropped -> %@",
-                      clock(music), tail, capped, seconds, speed, peak, r.peakVoices, r.droppedEvents, dest)
+        return "Rendered \(clock(music)) of music + " + formatted("%.1f s tail", tail) + capped
+            + formatted(" in %.2f s (%.1fx real time)", seconds, speed)
+            + "; peak \(peak), \(r.peakVoices) voices at most, \(r.droppedEvents) events dropped -> \(dest)"
     }
 }
 
@@ -484,13 +487,13 @@ final class ProgressBar: RenderProgress {
         if now - lastDraw < 100_000_000 && fraction < 1 { return }
         lastDraw = now
         let line = "\r" + Self.bar(fraction) + "  " + Render.clock(fraction * totalSeconds) + " / " + Render.clock(totalSeconds)
-        FileHandle.standardError.write(Data(line.utf8))
+        writeStandardError(line)
         drawn = true
     }
 
     func finish() {
         guard enabled, drawn else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        writeStandardError("\r\u{1B}[K")
     }
 
     /// `[#####-----]  50%`
@@ -499,7 +502,7 @@ final class ProgressBar: RenderProgress {
         let f = min(max(fraction, 0), 1)
         let filled = Int(f * Double(width))
         return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "
-            + String(format: "%3d%%", Int(f * 100))
+            + formatted("%3ld%%", Int(f * 100))
     }
 }
 

@@ -1,5 +1,8 @@
-import Foundation
+import FoundationEssentials
 import Glibc
+import Dispatch
+import SpinetEngine
+import SpinetSupport
 import Synchronization
 import SpinetFile
 import SpinetMIDI
@@ -128,19 +131,18 @@ extension Render {
                            settings: settings, force: force)
         let start = DispatchTime.now()
         let group = DispatchGroup()
+        var threads: [NativeThread] = []
         for slot in 0..<workers {
             group.enter()
-            let thread = Thread {
+            threads.append(NativeThread(name: "spinet-job-\(slot)", stackSize: 8 << 20) {
                 job.work(slot: slot, batch: batch, display: display)
                 group.leave()
-            }
-            thread.name = "spinet-job-\(slot)"
-            thread.stackSize = 8 << 20
-            thread.start()
+            })
         }
         while group.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
             display.draw()
         }
+        for t in threads { t.join() }
         display.finish()
         let wall = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
 
@@ -167,7 +169,7 @@ extension Render {
     static func makeDirectory(_ path: String) throws {
         var st = stat()
         if stat(path, &st) == 0 { return }
-        let parent = (path as NSString).deletingLastPathComponent
+        let parent = parentPath(path)
         if !parent.isEmpty && parent != path { try makeDirectory(parent) }
         if mkdir(path, 0o777) != 0 && errno != EEXIST {
             throw Failure("cannot create the output directory \(path): \(String(cString: strerror(errno)))")
@@ -191,8 +193,8 @@ extension Render {
         let audio = rendered.reduce(0.0) { $0 + Double($1.report.outputFrames) / Double($1.report.sampleRate) }
         let speed = wall > 0 ? audio / wall : 0
         let failures = failed.isEmpty ? "no failures" : "\(failed.count) failed (\(failed.joined(separator: ", ")))"
-        return String(format: "Batch: %d of %d files rendered, %@ of music in %.2f s on %d jobs (%.1fx real time); %@",
-                      rendered.count, files, clock(music), wall, jobs, speed, failures)
+        return "Batch: \(rendered.count) of \(files) files rendered, \(clock(music)) of music"
+            + formatted(" in %.2f s on %ld jobs (%.1fx real time); ", wall, jobs, speed) + failures
     }
 }
 
@@ -291,7 +293,7 @@ final class BatchDisplay: Sendable {
     func print(_ line: String) {
         state.withLock { s in
             let clear = s.drawn ? "\r\u{1B}[K" : ""
-            FileHandle.standardError.write(Data((clear + line + "\n").utf8))
+            writeStandardError((clear + line + "\n"))
             if s.drawn { draw(&s) }
         }
     }
@@ -320,14 +322,14 @@ final class BatchDisplay: Sendable {
         let fraction = totalSeconds > 0 ? done / totalSeconds : Double(s.filesDone) / Double(max(files, 1))
         let line = "\r" + ProgressBar.bar(fraction) + "  " + Render.clock(done) + " / " + Render.clock(totalSeconds)
             + " of music, \(s.filesDone)/\(files) files\u{1B}[K"
-        FileHandle.standardError.write(Data(line.utf8))
+        writeStandardError(line)
         s.drawn = true
     }
 
     func finish() {
         state.withLock { s in
             guard s.drawn else { return }
-            FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+            writeStandardError("\r\u{1B}[K")
             s.drawn = false
         }
     }

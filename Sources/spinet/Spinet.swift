@@ -1,6 +1,6 @@
 import ArgumentParser
-import Foundation
 import Glibc
+import SpinetSupport
 
 @main
 struct Spinet: ParsableCommand {
@@ -14,7 +14,7 @@ struct Spinet: ParsableCommand {
 
 /// Prints one line to standard error.
 func printError(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
+    writeStandardError((line + "\n"))
 }
 
 /// A failure the user can act on: printed as one line, exit status 1.

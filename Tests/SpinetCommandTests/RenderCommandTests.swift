@@ -148,6 +148,36 @@ struct RenderCommandTests {
         let bad = try SpinetCommand.run(["render", input, "-o", out.path, "--force", "--soundfont", font], environment: ["XDG_CONFIG_HOME": dir.path])
         #expect(bad.status == 1)
         #expect(bad.stderr.contains(config.path) && bad.stderr.contains("chanels") && bad.stderr.split(separator: "\n").count == 1, "\(bad.stderr)")
+
+        // Broken JSON: where, and what was expected.
+        try Data("{\n  \"rate\": 44100,\n  \"channels\": [\"1=synth\"\n}".utf8).write(to: config)
+        let broken = try SpinetCommand.run(["render", input, "-o", out.path, "--force", "--soundfont", font], environment: ["XDG_CONFIG_HOME": dir.path])
+        #expect(broken.status == 1)
+        #expect(broken.stderr == "spinet: config \(config.path): not valid JSON: line 4, column 1: expected ',' or ']' in a list\n", "\(broken.stderr)")
+
+        // A number where a setting is natural, and a SoundFont under ~ (HOME).
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("home/fonts"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: font, toPath: dir.appendingPathComponent("home/fonts/gm.sf2").path)
+        try Data(#"{"soundfonts": ["~/fonts/gm.sf2"], "highpass": 30, "rate": 44100}"#.utf8).write(to: config)
+        let home = try SpinetCommand.run(["render", input, "-o", out.path, "--force", "--quiet"],
+                                         environment: ["XDG_CONFIG_HOME": dir.path, "HOME": dir.appendingPathComponent("home").path])
+        #expect(home.status == 0, "\(home.stderr)")
+        #expect(try WAVFile(data: Data(contentsOf: out)).sampleRate == 44100)
+        try Data(#"{"rate": 44100.5}"#.utf8).write(to: config)
+        let fraction = try SpinetCommand.run(["render", input, "-o", out.path, "--force", "--soundfont", font], environment: ["XDG_CONFIG_HOME": dir.path])
+        #expect(fraction.status == 1 && fraction.stderr.contains("\"rate\" must be a whole number of Hz"), "\(fraction.stderr)")
+    }
+
+    /// Spinet does not load Foundation (with its internationalization
+    /// libraries and ICU, about 7 MB of resident memory): its modules use
+    /// FoundationEssentials only.
+    @Test func spinetDoesNotLinkFoundation() throws {
+        let r = try runTool("/usr/bin/ldd", [SpinetCommand.executable])
+        let libraries = String(decoding: r.stdout, as: UTF8.self)
+        #expect(r.status == 0 && libraries.contains("libFoundationEssentials"), "\(libraries)\(r.stderr)")
+        for name in ["libFoundation.so", "libFoundationInternationalization", "lib_FoundationICU"] {
+            #expect(!libraries.contains(name), "\(name) is linked:\n\(libraries)")
+        }
     }
 
     /// Spinet's reverb (fed by the default CC 91 send of 40) adds a tail the

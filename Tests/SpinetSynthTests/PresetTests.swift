@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpinetMIDI
 @testable import SpinetSynth
+import SpinetSupport
 
 @Suite("Presets: factory bank, lookup, JSON files")
 struct PresetTests {

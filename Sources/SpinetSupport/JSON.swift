@@ -5,7 +5,7 @@
 /// so that every problem can be reported as one line with a line and column,
 /// duplicate keys are caught, and numbers and booleans never blur into each
 /// other (NSNumber bridging would read `true` as 1).
-enum JSONValue: Equatable {
+public enum JSONValue: Equatable {
     case object([(key: String, value: JSONValue)])
     case array([JSONValue])
     case string(String)
@@ -13,7 +13,7 @@ enum JSONValue: Equatable {
     case bool(Bool)
     case null
 
-    static func == (a: JSONValue, b: JSONValue) -> Bool {
+    public static func == (a: JSONValue, b: JSONValue) -> Bool {
         switch (a, b) {
         case (.object(let x), .object(let y)):
             return x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && $0.value == $1.value }
@@ -27,7 +27,7 @@ enum JSONValue: Equatable {
     }
 
     /// A short description of the value for error messages ("got ...").
-    var shortDescription: String {
+    public var shortDescription: String {
         switch self {
         case .object: return "an object"
         case .array: return "a list"
@@ -40,20 +40,20 @@ enum JSONValue: Equatable {
 }
 
 /// A JSON syntax error with the position where it was found (1-based).
-struct JSONSyntaxError: Error {
-    var line: Int
-    var column: Int
-    var reason: String
-    var description: String { "line \(line), column \(column): \(reason)" }
+public struct JSONSyntaxError: Error {
+    public var line: Int
+    public var column: Int
+    public var reason: String
+    public var description: String { "line \(line), column \(column): \(reason)" }
 }
 
 /// Recursive-descent JSON parser (RFC 8259) over UTF-8 bytes.
-struct JSONParser {
+public struct JSONParser {
     private let bytes: [UInt8]
     private var position = 0
     private var depth = 0
 
-    static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
+    public static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
         var parser = JSONParser(bytes: Array(text.utf8))
         parser.skipWhitespace()
         let value = try parser.parseValue()
@@ -242,13 +242,13 @@ struct JSONParser {
 }
 
 /// A number as a person would write it: 50000, 0.005, -12.5.
-func formatNumber(_ x: Double) -> String {
+public func formatNumber(_ x: Double) -> String {
     if x.isFinite && x == x.rounded() && abs(x) < 1e15 { return String(Int64(x)) }
     return String(x)
 }
 
 /// Writes a JSON string literal.
-func jsonQuoted(_ s: String) -> String {
+public func jsonQuoted(_ s: String) -> String {
     var out = "\""
     for u in s.unicodeScalars {
         switch u {
