@@ -21,7 +21,9 @@ public enum SpinetCommand {
 
     /// Runs spinet (or `program`) with `arguments` in `directory`; kills it after `timeout` seconds.
     /// `interruptAfter` sends SIGINT once that many seconds have passed.
-    public static func run(_ arguments: [String], in directory: URL? = nil, timeout: Double = 120,
+    /// The timeout only catches hangs: the demo render under AddressSanitizer
+    /// on a busy 2-core machine has taken over 120 s.
+    public static func run(_ arguments: [String], in directory: URL? = nil, timeout: Double = 400,
                            interruptAfter: Double? = nil, environment: [String: String] = [:],
                            program: String? = nil) throws -> Result {
         let p = Process()
