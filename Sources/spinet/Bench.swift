@@ -89,7 +89,8 @@ struct Bench: ParsableCommand {
             var l = [Float](repeating: 0, count: 128), r = l
             engine.render(frames: 128, left: &l, right: &r)
             let ms = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
-            let size = ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) / 1_000_000
+            var st = stat()
+            let size = stat(path, &st) == 0 ? Int(st.st_size) / 1_000_000 : 0
             print(formatted("%8.1f ms  ", ms) + "\(path) (\(size) MB)")
         }
     }
