@@ -3,7 +3,6 @@ import CFluidSynthRealtime
 import Glibc
 import SpinetEngine
 import SpinetMIDI
-import Synchronization
 
 /// A SoundFont could not be used. `description` is one line naming the file
 /// and what to do about it.
@@ -87,7 +86,20 @@ public final class SoundFontUnit: InstrumentUnit {
     private var sendCurrent: UnsafeMutablePointer<Float>
     private var voices = 0
 
-    private static let creation = Mutex(())
+    /// Serializes synth creation and font loading. A pthread mutex, not
+    /// Synchronization's Mutex: ThreadSanitizer sees the ordering a pthread
+    /// mutex gives, and reported the futex-based Mutex's as a data race.
+    nonisolated(unsafe) private static let creation: UnsafeMutablePointer<pthread_mutex_t> = {
+        let m = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(m, nil)
+        return m
+    }()
+
+    private static func whileCreating<T>(_ body: () -> T) -> T {
+        pthread_mutex_lock(creation)
+        defer { pthread_mutex_unlock(creation) }
+        return body()
+    }
 
     /// FluidSynth's block: events take effect on its boundaries.
     public static let grid: Int64 = 64
@@ -121,8 +133,7 @@ public final class SoundFontUnit: InstrumentUnit {
         // FluidSynth fills process-wide tables the first time a synth is
         // created, without guarding against a second thread doing the same;
         // Spinet creates and loads synths one at a time (never on the render thread).
-        nonisolated(unsafe) var created: OpaquePointer?
-        Self.creation.withLock { _ in created = new_fluid_synth(settings) }
+        let created = Self.whileCreating { new_fluid_synth(settings) }
         guard let synth = created else {
             delete_fluid_settings(settings)
             throw SoundFontError(path: fonts.first ?? "-", reason: "FluidSynth could not create a synthesizer: \(FluidLog.takeCollected().last ?? "unknown reason")")
@@ -133,7 +144,7 @@ public final class SoundFontUnit: InstrumentUnit {
             fluid_synth_add_sfloader(synth, loader)     // tried first; the synth owns it
         }
         for path in fonts {
-            let id = Self.creation.withLock { _ in
+            let id = Self.whileCreating {
                 FontFileView.pendingPrograms = options.programs
                 defer { FontFileView.pendingPrograms = nil }
                 return fluid_synth_sfload(synth, path, 1)
