@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import SpinetSupport
 import Synchronization
 
 /// Where a render goes: a temporary file beside the target, renamed over it
@@ -24,9 +25,8 @@ public final class OutputFile {
             return
         }
         isStandardOutput = false
-        var st = stat()
-        if stat(target, &st) == 0 {
-            if (st.st_mode & S_IFMT) == S_IFDIR {
+        if let directory = isDirectory(target) {
+            if directory {
                 throw AudioFileError(description: "\(target) is a directory; name an output file with -o")
             }
             if !force {
@@ -36,8 +36,7 @@ public final class OutputFile {
         let url = URL(fileURLWithPath: target)
         let dir = url.deletingLastPathComponent().path
         let base = url.lastPathComponent
-        var dirStat = stat()
-        if stat(dir, &dirStat) != 0 || (dirStat.st_mode & S_IFMT) != S_IFDIR {
+        if isDirectory(dir) != true {
             throw AudioFileError(description: "cannot write \(target): directory \(dir) does not exist")
         }
         // mkstemp both proves the directory is writable and reserves a unique name.
