@@ -64,6 +64,15 @@ public final class Engine: @unchecked Sendable {
     private var bankRoutes: UnsafeMutablePointer<Int>
     /// channel -> muted (by `mutedChannels`, or by another channel's solo)
     private var muted: UnsafeMutablePointer<Bool>
+    /// channel -> bit u: unit u takes turns playing the channel's notes (0: not split)
+    private var laneUnits: UnsafeMutablePointer<UInt64>
+    /// channel * 128 + key -> the key always plays on the channel's home unit
+    private var fixedKey: UnsafeMutablePointer<Bool>
+    /// channel * 128 + key -> the unit that got the key's last note-on (-1: none yet)
+    private var keyTurn: UnsafeMutablePointer<Int>
+    /// `SliceEvent.unit` of a split channel's non-note message: every unit
+    /// in the channel's `laneUnits`.
+    static let everyLane = -2
 
     // render-thread state, allocated in prepare
     public private(set) var sampleRate: Double = 0
@@ -144,6 +153,9 @@ public final class Engine: @unchecked Sendable {
         var frame: Int64
         /// The unit a channel message goes to (fixed when the slice is gathered).
         var unit: Int = -1
+        /// For a note-on of a split channel: the unit that played the key's
+        /// previous note and gets a note-off at this frame (-1: none).
+        var release: Int = -1
         var kind: Kind
         enum Kind {
             case message(MIDIMessage)
@@ -162,6 +174,12 @@ public final class Engine: @unchecked Sendable {
         bankMSB.initialize(repeating: 0, count: channels)
         bankRoutes = .allocate(capacity: 128)
         bankRoutes.initialize(repeating: -1, count: 128)
+        fixedKey = .allocate(capacity: channels * 128)
+        fixedKey.initialize(repeating: false, count: channels * 128)
+        keyTurn = .allocate(capacity: channels * 128)
+        keyTurn.initialize(repeating: -1, count: channels * 128)
+        laneUnits = .allocate(capacity: channels)
+        laneUnits.initialize(repeating: 0, count: channels)
         muted = .allocate(capacity: channels)
         let solo = configuration.soloChannels.filter { $0 >= 0 && $0 < channels }
         for c in 0..<channels {
@@ -180,6 +198,9 @@ public final class Engine: @unchecked Sendable {
         bankMSB.deallocate()
         bankRoutes.deallocate()
         muted.deallocate()
+        fixedKey.deallocate()
+        keyTurn.deallocate()
+        laneUnits.deallocate()
         sliceEvents.deallocate()
         sysExArena.deallocate()
         for r in gainRamps { r.deallocate() }
@@ -198,6 +219,7 @@ public final class Engine: @unchecked Sendable {
     @discardableResult
     public func add(_ unit: any InstrumentUnit) -> Int {
         precondition(!prepared, "add units before prepare")
+        precondition(units.count < 64, "an engine holds at most 64 units")
         units.append(unit)
         return units.count - 1
     }
@@ -207,6 +229,35 @@ public final class Engine: @unchecked Sendable {
         precondition(channel >= 0 && channel < channelCount)
         routing[channel] = unit ?? -1
         homeRouting[channel] = unit ?? -1
+        laneUnits[channel] = 0
+    }
+
+    /// Splits a global channel over several units: each key's notes take
+    /// turns among `units` (the first note of a key goes to `units[0]`, the
+    /// next to `units[1]`, ...), and a note that goes to another unit than
+    /// the key's previous note releases that one with a note-off there, as
+    /// a repeated key does within one synthesizer. `fixedKeys` (those of an
+    /// exclusive class, whose notes cut each other off within one
+    /// synthesizer) always play on `units[0]`, the channel's home, which is
+    /// also where Bank Select routes (`routeBank`) move the whole channel
+    /// from and back to. The channel's other messages (controllers,
+    /// programs, bends) go to every one of `units`. Offline rendering
+    /// spreads a song's heaviest track over its render threads this way.
+    public func route(channel: Int, takingTurns units: [Int], fixedKeys: [Int] = []) {
+        precondition(!prepared, "split channels before prepare")
+        precondition(channel >= 0 && channel < channelCount && !units.isEmpty)
+        precondition(units.allSatisfy { $0 >= 0 && $0 < self.units.count })
+        route(channel: channel, to: units[0])
+        if units.count == 1 { return }
+        for u in units { laneUnits[channel] |= UInt64(1) << UInt64(u) }
+        for k in fixedKeys where k >= 0 && k < 128 { fixedKey[channel * 128 + k] = true }
+    }
+
+    /// The unit after `unit` in `mask` (cyclic).
+    @inline(__always)
+    static func nextLane(after unit: Int, in mask: UInt64) -> Int {
+        let higher = unit >= 63 ? 0 : mask & ~((UInt64(2) << UInt64(unit)) &- 1)
+        return higher != 0 ? higher.trailingZeroBitCount : mask.trailingZeroBitCount
     }
 
     /// Routes every channel to one unit.
@@ -680,16 +731,40 @@ public final class Engine: @unchecked Sendable {
                             var k = sliceEventCount - 1
                             while k >= e { sliceEvents[k + 3] = sliceEvents[k]; k -= 1 }
                             let frame = sliceEvents[e + 3].frame
-                            sliceEvents[e] = SliceEvent(frame: frame, unit: old, kind: .message(.controlChange(channel: ch, controller: MIDIController.sustain, value: 0)))
-                            sliceEvents[e + 1] = SliceEvent(frame: frame, unit: old, kind: .message(.controlChange(channel: ch, controller: MIDIController.sostenuto, value: 0)))
-                            sliceEvents[e + 2] = SliceEvent(frame: frame, unit: old, kind: .message(.controlChange(channel: ch, controller: MIDIController.allNotesOff, value: 0)))
+                            // (a split channel leaving home: every lane's unit)
+                            let from = laneUnits[c] != 0 && old == homeRouting[c] ? Self.everyLane : old
+                            sliceEvents[e] = SliceEvent(frame: frame, unit: from, kind: .message(.controlChange(channel: ch, controller: MIDIController.sustain, value: 0)))
+                            sliceEvents[e + 1] = SliceEvent(frame: frame, unit: from, kind: .message(.controlChange(channel: ch, controller: MIDIController.sostenuto, value: 0)))
+                            sliceEvents[e + 2] = SliceEvent(frame: frame, unit: from, kind: .message(.controlChange(channel: ch, controller: MIDIController.allNotesOff, value: 0)))
                             sliceEventCount += 3
                             e += 3
                         }
                     }
                 }
                 // a muted channel's note-ons go nowhere
-                sliceEvents[e].unit = muted[c] && m.isNoteOn ? -1 : routing[c]
+                var unit = routing[c]
+                sliceEvents[e].release = -1
+                if laneUnits[c] != 0 && unit == homeRouting[c] {
+                    // a split channel at home: a key's note-ons take turns,
+                    // its note-offs and pressure follow its last note-on,
+                    // everything else goes to every lane
+                    switch m {
+                    case .noteOn(_, let key, let velocity) where velocity > 0:
+                        let k = c * 128 + Int(key & 0x7F)
+                        if !fixedKey[k] && !muted[c] {
+                            let last = keyTurn[k]
+                            unit = last < 0 ? unit : Self.nextLane(after: last, in: laneUnits[c])
+                            if last >= 0 && last != unit { sliceEvents[e].release = last }
+                            keyTurn[k] = unit
+                        }
+                    case .noteOn(_, let key, _), .noteOff(_, let key, _), .polyPressure(_, let key, _):
+                        let k = c * 128 + Int(key & 0x7F)
+                        if !fixedKey[k] && keyTurn[k] >= 0 { unit = keyTurn[k] }
+                    default:
+                        unit = Self.everyLane
+                    }
+                }
+                sliceEvents[e].unit = muted[c] && m.isNoteOn ? -1 : unit
             }
             e += 1
         }
@@ -703,9 +778,20 @@ public final class Engine: @unchecked Sendable {
         let output = unitOutputs[synthSet * units.count + u].advanced(by: Int(sliceStart - blockStart))
         for e in 0..<sliceEventCount {
             let event = sliceEvents[e]
+            var message: MIDIMessage? = nil
             switch event.kind {
             case .message(let m):
-                if m.channel != nil && event.unit != u { continue }
+                message = m
+                if let ch = m.channel, event.unit != u {
+                    if event.release == u, case .noteOn(_, let key, _) = m {
+                        // the key's previous note, on this unit: released
+                        // where the new one starts on another
+                        message = .noteOff(channel: ch, key: key, velocity: 64)
+                    } else if event.unit != Self.everyLane
+                                || laneUnits[Int(ch) % channelCount] & (UInt64(1) << UInt64(u)) == 0 {
+                        continue
+                    }
+                }
             case .sysEx:
                 break
             }
@@ -715,8 +801,8 @@ public final class Engine: @unchecked Sendable {
                 position = at
             }
             switch event.kind {
-            case .message(let m):
-                unit.receive(m)
+            case .message:
+                unit.receive(message!)
             case .sysEx(let off, let len):
                 unit.receiveSysEx(UnsafeBufferPointer(start: sysExArena + off, count: len))
             }

@@ -21,10 +21,16 @@ public enum ChannelPartition {
     /// With `noteCost` (from the SoundFont, see `NoteCost`), a note counts
     /// what it returns instead: the seconds each of its voices sounds.
     public static func estimatedLoad(_ schedule: MIDISchedule, channels: Int, noteCost: NoteCost? = nil) -> [Int64] {
+        let keyed = estimatedKeyLoad(schedule, channels: channels, noteCost: noteCost)
+        return (0..<channels).map { c in keyed[(c * 128)..<(c * 128 + 128)].reduce(0, +) }
+    }
+
+    /// `estimatedLoad` per channel and key: index channel * 128 + key.
+    public static func estimatedKeyLoad(_ schedule: MIDISchedule, channels: Int, noteCost: NoteCost? = nil) -> [Int64] {
         let rate = Double(schedule.sampleRate)
         let release = Int64(releaseSeconds * rate)
         let cap = Int64(longestNoteSeconds * rate)
-        var load = [Int64](repeating: 0, count: channels)
+        var load = [Int64](repeating: 0, count: channels * 128)
         struct Note { var start: Int64; var key: Int; var velocity: Int; var bank: Int; var program: Int }
         // per channel and key: the notes sounding (oldest first)
         var sounding = [[Note]](repeating: [], count: channels * 128)
@@ -37,9 +43,9 @@ public enum ChannelPartition {
             let held = min(max(frame - note.start, 0), cap)
             if let noteCost, let seconds = noteCost(note.bank, note.program, c % 16 == 9,
                                                     note.key, note.velocity, Double(held) / rate) {
-                load[c] += Int64(seconds * rate)
+                load[c * 128 + note.key] += Int64(seconds * rate)
             } else {
-                load[c] += held + release
+                load[c * 128 + note.key] += held + release
             }
         }
         for e in schedule.events {
@@ -117,5 +123,128 @@ public enum ChannelPartition {
         }
         groups[0] += (0..<channels).filter { !plays[$0] }
         return groups.map { $0.sorted() }
+    }
+
+    /// Part of what one synthesizer plays: a whole channel, or a share of
+    /// a channel split over synthesizers.
+    public struct Lane: Equatable, Sendable, CustomStringConvertible {
+        public enum Share: Equatable, Sendable {
+            /// every note of the channel
+            case whole
+            /// the channel's home lane: its turn of each key's notes, and
+            /// every note of `fixedKeys` (the keys of exclusive classes)
+            case home(fixedKeys: [Int])
+            /// its turn of each key's notes, but for the home lane's fixed keys
+            case guest
+        }
+        public var channel: Int
+        public var share: Share
+        public init(channel: Int, share: Share = .whole) {
+            self.channel = channel
+            self.share = share
+        }
+        public var description: String {
+            switch share {
+            case .whole: return "\(channel)"
+            case .home(let keys): return "\(channel)(home, \(keys.count) fixed keys)"
+            case .guest: return "\(channel)(guest)"
+            }
+        }
+    }
+
+    /// The keys of a preset (bank MSB, program, on a drum channel or not)
+    /// that share an exclusive class, one set per class: a note on one cuts
+    /// the others off (open and closed hi-hat), within one synthesizer.
+    public typealias ExclusiveKeys = (_ bank: Int, _ program: Int, _ drum: Bool) -> [Set<Int>]
+
+    /// Per channel: whether its notes can take turns between synthesizers
+    /// and sound the same. A new note on a key releases that key's sounding
+    /// note, wherever it plays (the engine sends the other synthesizer a
+    /// note-off), so what remains to tie notes together is mono mode,
+    /// legato, portamento and sostenuto (which a repeated key carries over
+    /// within one synthesizer), and exclusive classes, whose keys `lanes`
+    /// keeps on one synthesizer.
+    public static func splittable(_ schedule: MIDISchedule, channels: Int) -> [Bool] {
+        var ok = [Bool](repeating: true, count: channels)
+        for e in schedule.events {
+            guard case .message(.controlChange(let ch, let controller, let value)) = e.kind, Int(ch) < channels else { continue }
+            switch controller {
+            case 65, 66, 68: if value >= 64 { ok[Int(ch)] = false }   // portamento, sostenuto, legato
+            case 84, 126, 127: ok[Int(ch)] = false                      // portamento control, mono and poly mode
+            default: break
+            }
+        }
+        return ok
+    }
+
+    /// Like `balance`, but a channel that alone outweighs half a part's
+    /// share is split over `parts` synthesizers when `splittable` allows it
+    /// and `exclusiveKeys` says which keys must stay together: each key's
+    /// notes take turns between them, so a drum track that is most of a
+    /// song's work, or one ride cymbal that is most of the drum track's,
+    /// keeps every synthesizer busy, all through the song.
+    public static func lanes(_ schedule: MIDISchedule, channels: Int, parts: Int,
+                             noteCost: NoteCost? = nil, exclusiveKeys: ExclusiveKeys? = nil) -> [[Lane]] {
+        let keyLoad = estimatedKeyLoad(schedule, channels: channels, noteCost: noteCost)
+        let cost = (0..<channels).map { c in keyLoad[(c * 128)..<(c * 128 + 128)].reduce(0, +) }
+        let plays = playing(schedule, channels: channels)
+        let total = (0..<channels).filter { plays[$0] }.reduce(Int64(0)) { $0 + cost[$1] }
+        let canSplit = splittable(schedule, channels: channels)
+        var items: [(lane: Lane, cost: Int64)] = []
+        for c in 0..<channels where plays[c] {
+            if parts > 1, let exclusiveKeys, canSplit[c], cost[c] * 2 * Int64(parts) > total {
+                let fixed = fixedKeys(schedule, channel: c, exclusiveKeys: exclusiveKeys)
+                let fixedCost = fixed.reduce(Int64(0)) { $0 + keyLoad[c * 128 + $1] }
+                let turn = (cost[c] - fixedCost) / Int64(parts)
+                if turn > 0 {
+                    items.append((Lane(channel: c, share: .home(fixedKeys: fixed)), fixedCost + turn))
+                    for _ in 1..<parts { items.append((Lane(channel: c, share: .guest), turn)) }
+                    continue
+                }
+            }
+            items.append((Lane(channel: c), cost[c]))
+        }
+        // heaviest first; a channel's home lane before its guests
+        func rank(_ l: Lane) -> Int {
+            if case .home = l.share { return 0 }
+            return l.share == .whole ? 0 : 1
+        }
+        items.sort { ($0.cost, -$0.lane.channel, -rank($0.lane)) > ($1.cost, -$1.lane.channel, -rank($1.lane)) }
+        let count = max(1, min(parts, items.count))
+        var groups = [[Lane]](repeating: [], count: count)
+        var load = [Int64](repeating: 0, count: count)
+        for item in items {
+            // a split channel's lanes go to different synthesizers
+            let taken = Set(groups.indices.filter { g in groups[g].contains { $0.channel == item.lane.channel } })
+            let g = load.indices.filter { !taken.contains($0) }.min { (load[$0], $0) < (load[$1], $1) }
+                ?? load.indices.min { (load[$0], $0) < (load[$1], $1) }!
+            groups[g].append(item.lane)
+            load[g] += item.cost
+        }
+        groups[0] += (0..<channels).filter { !plays[$0] }.map { Lane(channel: $0) }
+        return groups.map { $0.sorted { ($0.channel, rank($0)) < ($1.channel, rank($1)) } }
+    }
+
+    /// The keys of channel `c` that belong to an exclusive class of a
+    /// preset it selects (read as a drum kit and as a melodic preset, so a
+    /// part switched to drums by SysEx is covered too).
+    static func fixedKeys(_ schedule: MIDISchedule, channel c: Int, exclusiveKeys: ExclusiveKeys) -> [Int] {
+        var presets: Set<[Int]> = [[0, 0]]
+        var bank = 0
+        for e in schedule.events {
+            guard case .message(let m) = e.kind, m.channel.map(Int.init) == c else { continue }
+            switch m {
+            case .controlChange(_, MIDIController.bankSelectMSB, let value): bank = Int(value & 0x7F)
+            case .programChange(_, let p): presets.insert([bank, Int(p & 0x7F)])
+            default: break
+            }
+        }
+        var keys = Set<Int>()
+        for p in presets {
+            for drum in [true, false] {
+                for set in exclusiveKeys(p[0], p[1], drum) { keys.formUnion(set.filter { (0..<128).contains($0) }) }
+            }
+        }
+        return keys.sorted()
     }
 }

@@ -18,6 +18,10 @@ public struct VoiceCostModel: Sendable {
         /// Longest the voice sounds at its root key, in seconds (nil: as
         /// long as the key is held), and that key.
         var longest: Double?, rootKey: Int
+        /// The zone's exclusive class (0: none): a note of one class
+        /// silences the channel's other voices of that class (open and
+        /// closed hi-hat).
+        var exclusiveClass: Int = 0
     }
     /// Per bank * 128 + program.
     var presets: [Int: [Voice]] = [:]
@@ -101,7 +105,8 @@ public struct VoiceCostModel: Sendable {
                         ?? Int(shdr[shdr.startIndex + at + 40])
                     voices.append(Voice(keys: max(keys.lowerBound, pKeys.lowerBound)...min(keys.upperBound, pKeys.upperBound),
                                         velocities: max(vels.lowerBound, pVels.lowerBound)...min(vels.upperBound, pVels.upperBound),
-                                        release: release, longest: longest, rootKey: root))
+                                        release: release, longest: longest, rootKey: root,
+                                        exclusiveClass: Int(ig[57] ?? 0)))
                 }
             }
             if presets[bank * 128 + program] == nil { presets[bank * 128 + program] = voices }
@@ -115,6 +120,17 @@ public struct VoiceCostModel: Sendable {
         let candidates = drum ? [(128, program), (128, 0)] : [(bank, program), (0, program), (0, 0)]
         guard let voices = candidates.lazy.compactMap({ self.presets[$0.0 * 128 + $0.1] }).first else { return nil }
         return voices.filter { $0.keys.contains(key) && $0.velocities.contains(velocity) }
+    }
+
+    /// The keys of the preset FluidSynth would pick (as `voices`) that share
+    /// an exclusive class, one set per class; a note on one silences the
+    /// others' voices on the same channel, so they must share a synthesizer.
+    public func exclusiveKeys(bank: Int, program: Int, drum: Bool) -> [Set<Int>] {
+        let candidates = drum ? [(128, program), (128, 0)] : [(bank, program), (0, program), (0, 0)]
+        guard let voices = candidates.lazy.compactMap({ self.presets[$0.0 * 128 + $0.1] }).first else { return [] }
+        var classes: [Int: Set<Int>] = [:]
+        for v in voices where v.exclusiveClass != 0 { classes[v.exclusiveClass, default: []].formUnion(v.keys) }
+        return classes.keys.sorted().map { classes[$0]! }
     }
 
     /// How many voices a note starts (see `voices`).

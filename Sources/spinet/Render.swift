@@ -70,7 +70,9 @@ struct Render: ParsableCommand {
     /// The MIDI channels are always split into this many groups, each with its
     /// own FluidSynth, whatever the thread count: FluidSynth's output depends
     /// on which notes share a synth (voice history), so a fixed split keeps
-    /// every render of a file byte-identical on any number of threads.
+    /// every render of a file byte-identical on any number of threads. A
+    /// channel that is most of a song's work (a busy drum track) is shared
+    /// by the groups, each key's notes taking turns (`ChannelPartition.lanes`).
     static let partitions = 2
 
     /// Each file of a batch being rendered holds one temporary output file.
@@ -243,17 +245,25 @@ struct Render: ParsableCommand {
         let synthChannels = try Self.applyAssignments(s.channelAssignments, to: synth, ports: ports)
         // Split by what the notes cost in this font: its layers, releases and
         // sample lengths. (The model is gone before FluidSynth loads the font.)
-        let balanced: [[Int]] = {
+        // A channel that is most of the work (a busy drum track) is split:
+        // each key's notes take turns between the synthesizers.
+        let balanced: [[ChannelPartition.Lane]] = {
             let models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
             let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
                 models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
             }
-            return ChannelPartition.balance(schedule, channels: ports * 16, parts: Self.partitions,
-                                            noteCost: models.isEmpty ? nil : noteCost)
+            // every loaded font's classes: a preset may come from any of them
+            let exclusiveKeys: ChannelPartition.ExclusiveKeys = { bank, program, drum in
+                models.flatMap { $0.exclusiveKeys(bank: bank, program: program, drum: drum) }
+            }
+            return ChannelPartition.lanes(schedule, channels: ports * 16, parts: Self.partitions,
+                                          noteCost: models.isEmpty ? nil : noteCost,
+                                          exclusiveKeys: models.count == fonts.count ? exclusiveKeys : nil)
         }()
-        var groups = balanced
-            .map { $0.filter { !synthChannels.contains($0) } }.filter { !$0.isEmpty }
-        if groups.isEmpty { groups = [[]] }   // the SoundFont player stays for Bank Select switches back
+        var laneGroups = balanced
+            .map { $0.filter { !synthChannels.contains($0.channel) } }.filter { !$0.isEmpty }
+        if laneGroups.isEmpty { laneGroups = [[]] }   // the SoundFont player stays for Bank Select switches back
+        let groups = laneGroups.map { lanes in lanes.map(\.channel) }
         let plays = ChannelPartition.playing(schedule, channels: ports * 16)
         var units: [SoundFontUnit] = []
         do {
@@ -289,9 +299,21 @@ struct Render: ParsableCommand {
         }
         config.equalizer = s.equalizer
         let engine = Engine(configuration: config)
-        for (unit, channels) in zip(units, groups) {
+        // a split channel: its home unit first, then its guests
+        var splits: [Int: (units: [Int], fixedKeys: [Int])] = [:]
+        for (unit, lanes) in zip(units, laneGroups) {
             let index = engine.add(unit)
-            for c in channels { engine.route(channel: c, to: index) }
+            for lane in lanes {
+                switch lane.share {
+                case .whole: engine.route(channel: lane.channel, to: index)
+                case .home(let keys): splits[lane.channel, default: ([], [])].units.insert(index, at: 0)
+                                      splits[lane.channel]!.fixedKeys = keys
+                case .guest: splits[lane.channel, default: ([], [])].units.append(index)
+                }
+            }
+        }
+        for (channel, split) in splits.sorted(by: { $0.key < $1.key }) {
+            engine.route(channel: channel, takingTurns: split.units, fixedKeys: split.fixedKeys)
         }
         // The synth joins only if something can play it: a silent unit would
         // still be rendered, mixed and given its wavetables (1.5 MB) each render.

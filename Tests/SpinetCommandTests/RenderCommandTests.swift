@@ -98,6 +98,41 @@ struct RenderCommandTests {
         #expect(a == b)
     }
 
+    /// A song whose drum track is most of the work has that channel split
+    /// over both synthesizers (each key's notes taking turns): still the
+    /// same bytes on one thread or two, and the drums still sound.
+    @Test func aSplitDrumChannelRendersTheSameOnAnyThreadCount() throws {
+        let dir = try SpinetCommand.temporaryDirectory("split")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var w = MIDIFileWriter(format: 0, ticksPerQuarter: 480)
+        var events: [(tick: Int64, event: TrackEvent.Kind)] = []
+        for i in 0..<96 {   // ride on every eighth, hi-hats, kick and snare
+            let t = Int64(i * 240)
+            for key: UInt8 in [51, i % 4 == 3 ? 46 : 42, i % 2 == 0 ? 36 : 38] {
+                events.append((t, .message(.noteOn(channel: 9, key: key, velocity: 100))))
+                events.append((t + 200, .message(.noteOff(channel: 9, key: key, velocity: 0))))
+            }
+        }
+        events.append((0, .message(.noteOn(channel: 0, key: 60, velocity: 90))))
+        events.append((960, .message(.noteOff(channel: 0, key: 60, velocity: 0))))
+        w.addTrack(events.sorted { $0.tick < $1.tick })
+        let input = try write(w.bytes(), to: dir, "drums.mid")
+        for t in ["1", "2"] {
+            let r = try SpinetCommand.run(["render", input, "-o", dir.appendingPathComponent("t\(t).wav").path, "--soundfont", font, "--threads", t, "--quiet"])
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        let a = try Data(contentsOf: dir.appendingPathComponent("t1.wav"))
+        let b = try Data(contentsOf: dir.appendingPathComponent("t2.wav"))
+        #expect(a.count > 1_000_000)
+        #expect(a == b)
+        // the groove is loud all through (2 s windows of the 24 s)
+        let left = try WAVFile(data: a).channel(0)
+        for s in 0..<11 {
+            let peak = left[(s * 96000)..<((s + 1) * 96000)].map { abs($0) }.max() ?? 0
+            #expect(peak > 0.03, "seconds \(2 * s)-\(2 * s + 2): peak \(peak)")
+        }
+    }
+
     /// `--channel 1=synth:sine` sends channel 1 to Spinet's synth: a held A4
     /// comes out as a pure 440 Hz sine (the SoundFont piano is rich in harmonics).
     @Test func channelOptionPlaysTheSynth() throws {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import SpinetEngine
+@testable import SpinetEngine
 import SpinetMIDI
 
 @Suite("Engine: sample-exact event delivery")
@@ -254,5 +254,105 @@ struct BankRoutingTests {
             .controlChange(channel: 2, controller: 66, value: 0),
             .controlChange(channel: 2, controller: 123, value: 0),
         ])
+    }
+}
+
+@Suite("Engine: a channel split over units")
+struct SplitChannelTests {
+    /// Each key's note-ons take turns between the units; a note that moves
+    /// to the other unit releases the key's previous note there at the same
+    /// frame (as a repeated key does within one synthesizer); note-offs and
+    /// key pressure follow the key's last note-on; the fixed keys stay home;
+    /// everything else reaches both units.
+    @Test func notesTakeTurnsAndReleaseTheirPredecessor() {
+        let engine = Engine()
+        let a = ImpulseUnit(), b = ImpulseUnit(), other = ImpulseUnit()
+        let ia = engine.add(a), ib = engine.add(b), io = engine.add(other)
+        engine.route(channel: 9, takingTurns: [ia, ib], fixedKeys: [42, 46])
+        engine.route(channel: 0, to: io)
+        let q = engine.addInput()
+        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        q.push(EngineEvent(frame: 0, .controlChange(channel: 9, controller: 7, value: 90)))
+        q.push(EngineEvent(frame: 64, .noteOn(channel: 9, key: 51, velocity: 20)))     // a (first note of the key)
+        q.push(EngineEvent(frame: 64, .noteOn(channel: 9, key: 36, velocity: 10)))     // a
+        q.push(EngineEvent(frame: 128, .noteOff(channel: 9, key: 51, velocity: 64)))    // a (follows its note)
+        q.push(EngineEvent(frame: 192, .noteOn(channel: 9, key: 51, velocity: 25)))    // b, and a note-off to a
+        q.push(EngineEvent(frame: 192, .polyPressure(channel: 9, key: 51, pressure: 5))) // b
+        q.push(EngineEvent(frame: 256, .noteOn(channel: 9, key: 42, velocity: 15)))    // fixed: a
+        q.push(EngineEvent(frame: 320, .noteOn(channel: 9, key: 42, velocity: 16)))    // fixed: a, no note-off
+        q.push(EngineEvent(frame: 384, .noteOn(channel: 9, key: 51, velocity: 0)))      // note-off of b's note
+        q.push(EngineEvent(frame: 448, .noteOn(channel: 9, key: 51, velocity: 25)))    // a, and a note-off to b
+        q.push(EngineEvent(frame: 448, .noteOn(channel: 0, key: 30, velocity: 5)))    // the other channel's unit
+        q.push(EngineEvent(frame: 512, .pitchBend(channel: 9, value: 9000)))
+        let out = renderEngine(engine, frames: 1024, blockSizes: [256])
+        #expect(a.messages == [
+            .controlChange(channel: 9, controller: 7, value: 90),
+            .noteOn(channel: 9, key: 51, velocity: 20),
+            .noteOn(channel: 9, key: 36, velocity: 10),
+            .noteOff(channel: 9, key: 51, velocity: 64),
+            .noteOff(channel: 9, key: 51, velocity: 64),
+            .noteOn(channel: 9, key: 42, velocity: 15),
+            .noteOn(channel: 9, key: 42, velocity: 16),
+            .noteOn(channel: 9, key: 51, velocity: 25),
+            .pitchBend(channel: 9, value: 9000),
+        ])
+        #expect(b.messages == [
+            .controlChange(channel: 9, controller: 7, value: 90),
+            .noteOn(channel: 9, key: 51, velocity: 25),
+            .polyPressure(channel: 9, key: 51, pressure: 5),
+            .noteOn(channel: 9, key: 51, velocity: 0),
+            .noteOff(channel: 9, key: 51, velocity: 64),
+            .pitchBend(channel: 9, value: 9000),
+        ])
+        #expect(other.messages == [.noteOn(channel: 0, key: 30, velocity: 5)])
+        // each note sounds once, at its own frame, whichever unit plays it
+        let lat = engine.latencyFrames
+        let onsets = out.left.indices.filter { out.left[$0] != 0 }
+        #expect(onsets == [64, 192, 256, 320, 448].map { $0 + lat })
+        #expect(abs(out.left[64 + lat] - 30.0 / 127) < 1e-6)
+        #expect(abs(out.left[448 + lat] - 30.0 / 127) < 1e-6)   // (right: 81/127, under the limiter's knee)
+    }
+
+    /// A Bank Select move takes the whole split channel to the routed unit
+    /// (every lane's unit gets the pedals up and All Notes Off) and back.
+    @Test func bankRoutingMovesTheWholeSplitChannel() {
+        let engine = Engine()
+        let a = ImpulseUnit(), b = ImpulseUnit(), synth = ImpulseUnit()
+        let ia = engine.add(a), ib = engine.add(b), s = engine.add(synth)
+        engine.route(channel: 2, takingTurns: [ia, ib])
+        engine.routeBank(msb: 126, to: s)
+        let q = engine.addInput()
+        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        q.push(EngineEvent(frame: 10, .noteOn(channel: 2, key: 60, velocity: 100)))    // a
+        q.push(EngineEvent(frame: 20, .noteOn(channel: 2, key: 60, velocity: 100)))    // b (+ note-off to a)
+        q.push(EngineEvent(frame: 30, .controlChange(channel: 2, controller: 0, value: 126)))
+        q.push(EngineEvent(frame: 30, .programChange(channel: 2, program: 3)))         // -> synth
+        q.push(EngineEvent(frame: 40, .noteOn(channel: 2, key: 60, velocity: 100)))    // synth
+        q.push(EngineEvent(frame: 300, .controlChange(channel: 2, controller: 0, value: 0)))
+        q.push(EngineEvent(frame: 300, .programChange(channel: 2, program: 0)))        // -> a and b
+        q.push(EngineEvent(frame: 310, .noteOn(channel: 2, key: 60, velocity: 100)))   // a (takes turns on)
+        _ = renderEngine(engine, frames: 1024, blockSizes: [256])
+        let release: [MIDIMessage] = [
+            .controlChange(channel: 2, controller: 64, value: 0),
+            .controlChange(channel: 2, controller: 66, value: 0),
+            .controlChange(channel: 2, controller: 123, value: 0),
+        ]
+        #expect(a.messages == [.noteOn(channel: 2, key: 60, velocity: 100), .noteOff(channel: 2, key: 60, velocity: 64),
+                               .controlChange(channel: 2, controller: 0, value: 126)] + release
+                + [.programChange(channel: 2, program: 0), .noteOn(channel: 2, key: 60, velocity: 100)])
+        #expect(b.messages == [.noteOn(channel: 2, key: 60, velocity: 100),
+                               .controlChange(channel: 2, controller: 0, value: 126)] + release
+                + [.programChange(channel: 2, program: 0), .noteOff(channel: 2, key: 60, velocity: 64)])
+        #expect(synth.messages == [.programChange(channel: 2, program: 3), .noteOn(channel: 2, key: 60, velocity: 100),
+                                   .controlChange(channel: 2, controller: 0, value: 0)] + release)
+    }
+
+    @Test func nextLaneCyclesThroughTheMask() {
+        let mask: UInt64 = 0b1011_0000_0000_0000_0000_0000_0000_0000_0000_0000_0000_0000_0000_0000_0000_0101
+        #expect(Engine.nextLane(after: 0, in: mask) == 2)
+        #expect(Engine.nextLane(after: 2, in: mask) == 60)
+        #expect(Engine.nextLane(after: 60, in: mask) == 61)
+        #expect(Engine.nextLane(after: 61, in: mask) == 63)
+        #expect(Engine.nextLane(after: 63, in: mask) == 0)
     }
 }

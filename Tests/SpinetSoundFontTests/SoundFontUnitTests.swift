@@ -124,7 +124,8 @@ struct SoundFontUnitTests {
     }
 
     /// After prepare, rendering many blocks with notes, controllers, program
-    /// changes, pitch bends and SysEx allocates nothing and takes no lock.
+    /// changes, pitch bends and SysEx allocates nothing and takes no lock
+    /// (also on a channel split over two synthesizers).
     @Test func renderingAllocatesNothingAndTakesNoLock() throws {
         #expect(RealtimeProbe.isActive, "the allocation probe is not interposed in this test binary")
         // The Spinet-effects path: per-channel FluidSynth outputs, sends,
@@ -137,7 +138,12 @@ struct SoundFontUnitTests {
         config.chorus = .wide
         config.delay = .dottedEighth
         let engine = Engine(configuration: config)
-        engine.routeAll(to: engine.add(unit))
+        let home = engine.add(unit)
+        engine.routeAll(to: home)
+        // channel 10 split over two synthesizers, as an offline render of a
+        // drum-heavy song does: notes take turns, with a note-off for the other
+        let guest = engine.add(try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, options: options))
+        engine.route(channel: 9, takingTurns: [home, guest], fixedKeys: [42, 44, 46])
         let queue = engine.addInput()
         engine.prepare(sampleRate: 48000, maxFrames: 256)
         let left = UnsafeMutablePointer<Float>.allocate(capacity: 256)
