@@ -84,6 +84,11 @@ public final class SequencerClient: @unchecked Sendable {
     private var sysExAbandonedSeen = 0
     private var calibration = QueueClockCalibration()
     private var pendingOffs: [(due: Int64, message: MIDIMessage, source: SequencerAddress)] = []
+    private var clock = MIDIClockTempo()
+    /// The source whose clock Spinet follows, and when its last tick came.
+    private var clockSource: SequencerAddress?
+    private var lastClockTick: Int64 = 0
+    private var onTempo: (@Sendable (Double) -> Void)?
 
     /// Opens the sequencer and creates the client and its ports.
     /// - Parameters:
@@ -199,12 +204,15 @@ public final class SequencerClient: @unchecked Sendable {
     /// Starts listening: connects the sources `connect` names, subscribes to
     /// System:Announce, and starts the sequencer thread, which pushes to
     /// `queue` (no other thread may push to it). Returns the sources
-    /// connected. `priority` > 0 asks for SCHED_FIFO.
+    /// connected. `priority` > 0 asks for SCHED_FIFO. `tempo` gets the
+    /// tempo of the MIDI clock a source sends (see `MIDIClockTempo`), on
+    /// the sequencer thread, whenever it changes.
     @discardableResult
     public func start(connect: Connect, queue: EventQueue, timeline: AudioTimeline, timing: LiveTiming,
-                      priority: Int32) throws(ALSAError) -> [MIDIPort] {
+                      priority: Int32, tempo: (@Sendable (Double) -> Void)? = nil) throws(ALSAError) -> [MIDIPort] {
         guard let seq, thread == nil else { return [] }
         mode = connect
+        onTempo = tempo
         let err = snd_seq_connect_from(seq, controlPort, Int32(SND_SEQ_CLIENT_SYSTEM), Int32(SND_SEQ_PORT_SYSTEM_ANNOUNCE))
         if err < 0 {
             post("cannot follow System:Announce (\(ALSA.text(err))): keyboards plugged in later will not be connected")
@@ -439,9 +447,34 @@ public final class SequencerClient: @unchecked Sendable {
                 post("client \(c) went away: released \(n) held note\(n == 1 ? "" : "s")/pedal\(n == 1 ? "" : "s")")
             }
             sysEx.forget(client: c)
+        case .clock:
+            guard toInput else { return }
+            let t = arrival(evp)
+            // one clock at a time: another source's ticks count once the
+            // followed one has been silent for a while
+            if let s = clockSource, s != source, t - lastClockTick <= MIDIClockTempo.gap { return }
+            if clockSource != source {
+                clockSource = source
+                clock.restart()
+            }
+            lastClockTick = t
+            let first = clock.tempo == nil
+            if let bpm = clock.tick(at: t) {
+                onTempo?(bpm)
+                if first { post("following the MIDI clock of \(describe(seq, source)): \(Self.tenths(bpm)) bpm") }
+            }
+        case .transport:
+            guard toInput, clockSource == nil || clockSource == source else { return }
+            clock.restart()
         case .clientStarted, .ignored:
             return
         }
+    }
+
+    /// `value` with one decimal, for messages.
+    static func tenths(_ value: Double) -> String {
+        let t = Int((value * 10).rounded())
+        return "\(t / 10).\(t % 10)"
     }
 
     /// Counts SysEx messages the assembler abandoned unfinished; the first

@@ -52,7 +52,11 @@ enum SequencerInput: Equatable {
     case portExited(SequencerAddress)
     case clientStarted(UInt8)
     case clientExited(UInt8)
-    /// Clock, start/stop, song position, active sensing, echo, ...: nothing to play.
+    /// MIDI clock: 24 ticks per quarter note (a DAW's tempo).
+    case clock
+    /// Start, Continue or Stop: the clock's ticks begin anew.
+    case transport
+    /// Song position, active sensing, echo, ...: nothing to play.
     case ignored
 }
 
@@ -151,6 +155,10 @@ enum SequencerDecoder {
             return .clientStarted(ev.data.addr.client)
         case Int32(SND_SEQ_EVENT_CLIENT_EXIT.rawValue):
             return .clientExited(ev.data.addr.client)
+        case Int32(SND_SEQ_EVENT_CLOCK.rawValue):
+            return .clock
+        case Int32(SND_SEQ_EVENT_START.rawValue), Int32(SND_SEQ_EVENT_CONTINUE.rawValue), Int32(SND_SEQ_EVENT_STOP.rawValue):
+            return .transport
         default:
             return .ignored
         }

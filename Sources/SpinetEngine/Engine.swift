@@ -116,7 +116,8 @@ public final class Engine: @unchecked Sendable {
     private var gm2Reverbs: [Reverb.Parameters?] = []
     private var gsChoruses: [Chorus.Parameters?] = []
     private var gm2Choruses: [Chorus.Parameters?] = []
-    private var requestedTempo: Double = 0
+    /// The bits of the tempo `setTempo` asked for, until a block takes it (0: none).
+    private let tempoRequest = Atomic<UInt64>(0)
 
     // overlapped rendering (offline): the block whose units are rendered and
     // which waits to be finished, and the finishing work of the current round
@@ -394,10 +395,12 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// Sets the tempo tempo-synced effects follow (the delay), from the next
-    /// block rendered on. Render thread, or before rendering starts.
+    /// block rendered on. Any thread (a live MIDI clock sets it from the
+    /// sequencer thread): the render thread picks it up with one atomic
+    /// exchange per block.
     public func setTempo(beatsPerMinute bpm: Double) {
         guard bpm > 0 && bpm.isFinite else { return }
-        requestedTempo = bpm
+        tempoRequest.store(bpm.bitPattern, ordering: .releasing)
     }
 
     /// Longest time the effects ring after their input stops, in seconds.
@@ -532,8 +535,8 @@ public final class Engine: @unchecked Sendable {
     /// buffer set `set` (and, on the workers, a pending finishing step).
     private func renderUnits(frames: Int, set: Int) {
         synthSet = set
-        tempoForSet[set] = requestedTempo
-        requestedTempo = 0
+        let tempoBits = tempoRequest.exchange(0, ordering: .acquiring)
+        tempoForSet[set] = tempoBits != 0 ? Double(bitPattern: tempoBits) : 0
         let blockStart = frameTime
         let blockEnd = blockStart + Int64(frames)
         var sliceStart = blockStart

@@ -86,6 +86,9 @@ struct Play: ParsableCommand {
     @Option(help: "The most SoundFont voices sounding at once.")
     var polyphony = 256
 
+    @Option(help: ArgumentHelp("Tempo of the tempo-synced delay (20-400 bpm) until a MIDI clock arrives: a DAW or drum machine sending clock sets it from then on.", valueName: "bpm"))
+    var tempo: Double = 120
+
     @Option(help: "Real-time priority (SCHED_FIFO) of the audio thread, 1-99; 0 for normal scheduling.")
     var priority = 70
 
@@ -122,6 +125,9 @@ struct Play: ParsableCommand {
         guard (0...99).contains(priority) else { throw Failure("--priority \(priority) is out of range; use 1 to 99, or 0 for none") }
         guard (0...1000).contains(safety) else { throw Failure("--safety \(safety) is out of range; use 0 to 1000 ms") }
         guard (1...65535).contains(polyphony) else { throw Failure("--polyphony \(polyphony) is out of range; use 1 to 65535") }
+        guard MIDIClockTempo.range.contains(tempo) else {
+            throw Failure("--tempo \(tempo) is out of range; use \(Int(MIDIClockTempo.range.lowerBound)) to \(Int(MIDIClockTempo.range.upperBound)) bpm")
+        }
         let fx = try effectOptions.resolve(config: settings)
         var mutedChannels: [Int] = [], soloChannels: [Int] = []
         do {
@@ -225,6 +231,7 @@ struct Play: ParsableCommand {
         let midiQueue = engine.addInput(capacity: 8192)
         let controlQueue = engine.addInput(capacity: 1024)
         engine.prepare(sampleRate: Double(output.sampleRate), maxFrames: output.periodFrames)
+        engine.setTempo(beatsPerMinute: tempo)
 
         let sampleRate = Double(output.sampleRate)
         let safetyFrames = Int((safety / 1000 * sampleRate).rounded())
@@ -240,7 +247,8 @@ struct Play: ParsableCommand {
             let made: [MIDIPort]
             do {
                 made = try sequencer.start(connect: connectMode, queue: midiQueue, timeline: timeline, timing: timing,
-                                           priority: priority > 0 ? Int32(max(1, priority - 5)) : 0)
+                                           priority: priority > 0 ? Int32(max(1, priority - 5)) : 0,
+                                           tempo: { bpm in engine.setTempo(beatsPerMinute: bpm) })
             } catch {
                 throw Failure(error.description)
             }

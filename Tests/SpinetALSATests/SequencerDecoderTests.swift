@@ -118,7 +118,11 @@ final class SequencerDecoderTests: XCTestCase {
             XCTAssertEqual(spinet_seq_ev_ext_len(&ev), 6)
             XCTAssertEqual(spinet_seq_ev_ext_ptr(&ev)?[3], 0x09)
         }
-        for t in [SND_SEQ_EVENT_CLOCK, SND_SEQ_EVENT_START, SND_SEQ_EVENT_SENSING, SND_SEQ_EVENT_SONGPOS] {
+        XCTAssertEqual(SequencerDecoder.decode(event(SND_SEQ_EVENT_CLOCK), port: 0), .clock)
+        for t in [SND_SEQ_EVENT_START, SND_SEQ_EVENT_CONTINUE, SND_SEQ_EVENT_STOP] {
+            XCTAssertEqual(SequencerDecoder.decode(event(t), port: 0), .transport)
+        }
+        for t in [SND_SEQ_EVENT_SENSING, SND_SEQ_EVENT_SONGPOS] {
             XCTAssertEqual(SequencerDecoder.decode(event(t), port: 0), .ignored)
         }
     }

@@ -356,3 +356,49 @@ struct SplitChannelTests {
         #expect(Engine.nextLane(after: 63, in: mask) == 0)
     }
 }
+
+/// Sends a unit impulse to the delay (and nothing dry) at each note-on.
+final class DelaySendUnit: InstrumentUnit {
+    let name = "delay-send"
+    private var pending = false
+    func prepare(sampleRate: Double, maxFrames: Int, channels: Int) {}
+    func receive(_ message: MIDIMessage) { if message.isNoteOn { pending = true } }
+    func receiveSysEx(_ message: UnsafeBufferPointer<UInt8>) {}
+    func render(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {}
+    func render(_ output: UnitOutput, frames: Int) {
+        output.left.update(repeating: 0, count: frames)
+        output.right.update(repeating: 0, count: frames)
+        output.silenceSends(frames: frames)
+        if pending && frames > 0 {
+            output.delayLeft[0] = 0.5
+            output.delayRight[0] = 0.5
+            pending = false
+        }
+    }
+    var activeVoices: Int { 0 }
+}
+
+@Suite("Engine: tempo")
+struct EngineTempoTests {
+    /// A tempo set from another thread (as the live MIDI clock does, from
+    /// the sequencer thread) reaches the tempo-synced delay: an eighth at
+    /// 100 bpm is 0.3 s, not 120 bpm's 0.25 s.
+    @Test func aTempoFromAnotherThreadMovesTheDelay() {
+        for bpm in [100.0, 120.0] {
+            var config = Engine.Configuration()
+            config.delay = .eighth
+            let engine = Engine(configuration: config)
+            engine.routeAll(to: engine.add(DelaySendUnit()))
+            let q = engine.addInput()
+            engine.prepare(sampleRate: 48000, maxFrames: 256)
+            let setter = NativeThread(name: "tempo-test") { engine.setTempo(beatsPerMinute: bpm) }
+            setter.join()
+            _ = renderEngine(engine, frames: 9600, blockSizes: [256])   // the new time settles
+            q.push(EngineEvent(frame: 9600 + 64, .noteOn(channel: 0, key: 60, velocity: 100)))
+            let out = renderEngine(engine, frames: 24000, blockSizes: [256])
+            let first = out.left.indices.first { abs(out.left[$0]) > 1e-6 || abs(out.right[$0]) > 1e-6 }
+            let eighth = Int(30 / bpm * 48000)
+            #expect(first == 64 + eighth + engine.latencyFrames, "\(bpm) bpm")
+        }
+    }
+}
