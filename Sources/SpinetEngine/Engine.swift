@@ -231,6 +231,7 @@ public final class Engine: @unchecked Sendable {
         routing[channel] = unit ?? -1
         homeRouting[channel] = unit ?? -1
         laneUnits[channel] = 0
+        (fixedKey + channel * 128).update(repeating: false, count: 128)
     }
 
     /// Splits a global channel over several units: each key's notes take
