@@ -84,16 +84,20 @@ struct RenderCommandTests {
         #expect(a == b)
     }
 
+    /// Renders `input` with `--threads 1` and `--threads 2` into `dir`; the two files' bytes.
+    func renderOnOneAndTwoThreads(_ input: String, in dir: URL) throws -> (one: Data, two: Data) {
+        for t in ["1", "2"] {
+            let r = try SpinetCommand.run(["render", input, "-o", dir.appendingPathComponent("t\(t).wav").path, "--soundfont", font, "--threads", t, "--quiet"])
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        return (try Data(contentsOf: dir.appendingPathComponent("t1.wav")), try Data(contentsOf: dir.appendingPathComponent("t2.wav")))
+    }
+
     /// Rendering on one thread or two gives the same bytes.
     @Test func theThreadCountDoesNotChangeTheOutput() throws {
         let dir = try SpinetCommand.temporaryDirectory("threads")
         defer { try? FileManager.default.removeItem(at: dir) }
-        for t in ["1", "2"] {
-            let r = try SpinetCommand.run(["render", demo, "-o", dir.appendingPathComponent("t\(t).wav").path, "--soundfont", font, "--threads", t, "--quiet"])
-            #expect(r.status == 0, "\(r.stderr)")
-        }
-        let a = try Data(contentsOf: dir.appendingPathComponent("t1.wav"))
-        let b = try Data(contentsOf: dir.appendingPathComponent("t2.wav"))
+        let (a, b) = try renderOnOneAndTwoThreads(demo, in: dir)
         #expect(a.count > 1_000_000)
         #expect(a == b)
     }
@@ -116,13 +120,7 @@ struct RenderCommandTests {
         events.append((0, .message(.noteOn(channel: 0, key: 60, velocity: 90))))
         events.append((960, .message(.noteOff(channel: 0, key: 60, velocity: 0))))
         w.addTrack(events.sorted { $0.tick < $1.tick })
-        let input = try write(w.bytes(), to: dir, "drums.mid")
-        for t in ["1", "2"] {
-            let r = try SpinetCommand.run(["render", input, "-o", dir.appendingPathComponent("t\(t).wav").path, "--soundfont", font, "--threads", t, "--quiet"])
-            #expect(r.status == 0, "\(r.stderr)")
-        }
-        let a = try Data(contentsOf: dir.appendingPathComponent("t1.wav"))
-        let b = try Data(contentsOf: dir.appendingPathComponent("t2.wav"))
+        let (a, b) = try renderOnOneAndTwoThreads(try write(w.bytes(), to: dir, "drums.mid"), in: dir)
         #expect(a.count > 1_000_000)
         #expect(a == b)
         // the groove is loud all through (2 s windows of the 24 s)
