@@ -18,8 +18,11 @@ struct Bench: ParsableCommand {
         same SoundFont at the same rate (`fluidsynth -ni -F OUT -r RATE FONT FILE`, \
         Debian's fluidsynth). The table gives the median wall time, the ratio \
         (FluidSynth's time / Spinet's: above 1 means Spinet is faster) and the \
-        peak resident memory of each. With no files it uses demo/spinet-demo.mid \
-        and, where installed, the OpenMSX set (apt-get install openttd-openmsx).
+        peak resident memory of each. Spinet also renders each file on one \
+        thread (--threads 1, in the same alternation): the last line compares \
+        its own speed on every core with one. With no files it uses \
+        demo/spinet-demo.mid and, where installed, the OpenMSX set (apt-get \
+        install openttd-openmsx).
         """
     )
 
@@ -191,27 +194,30 @@ struct Bench: ParsableCommand {
         print("SoundFont: \(font)")
         print("Machine: \(Self.machine())")
         print("Each figure is the median of \(runs) runs; renderers alternate.\n")
-        let header = "file                              music    spinet  fluidsynth   ratio  spinet RSS  fluid RSS"
+        let header = "file                              music    spinet  fluidsynth   ratio  spinet RSS  fluid RSS  1 thread"
         print(header)
         print(String(repeating: "-", count: header.count))
-        var totalSpinet = 0.0, totalPeer = 0.0, totalMusic = 0.0
+        var totalSpinet = 0.0, totalPeer = 0.0, totalMusic = 0.0, totalOne = 0.0
         var ratios: [Double] = []
         for file in files {
             let music = (try? MIDIFile(path: file)).map { Double($0.schedule(sampleRate: rate).endFrame) / Double(rate) } ?? 0
-            var spinetRuns: [Measurement] = [], peerRuns: [Measurement] = []
+            var spinetRuns: [Measurement] = [], peerRuns: [Measurement] = [], oneRuns: [Measurement] = []
+            let render = ["render", file, "-o", out, "--force", "--quiet", "--soundfont", font, "--rate", "\(rate)"]
             for _ in 0..<runs {
-                spinetRuns.append(try Self.measure(me, ["render", file, "-o", out, "--force", "--quiet", "--soundfont", font, "--rate", "\(rate)"]))
+                spinetRuns.append(try Self.measure(me, render))
                 peerRuns.append(try Self.measure(peer, ["-ni", "-q", "-F", out, "-r", "\(rate)", font, file]))
+                oneRuns.append(try Self.measure(me, render + ["--threads", "1"]))
             }
             let s = Self.median(spinetRuns.map(\.seconds)), p = Self.median(peerRuns.map(\.seconds))
+            let one = Self.median(oneRuns.map(\.seconds))
             let sRSS = spinetRuns.map(\.maxRSSKB).max() ?? 0, pRSS = peerRuns.map(\.maxRSSKB).max() ?? 0
-            let failed = spinetRuns.contains { $0.status != 0 } ? " (spinet failed)" : peerRuns.contains { $0.status != 0 } ? " (fluidsynth failed)" : ""
-            totalSpinet += s; totalPeer += p; totalMusic += music
+            let failed = (spinetRuns + oneRuns).contains { $0.status != 0 } ? " (spinet failed)" : peerRuns.contains { $0.status != 0 } ? " (fluidsynth failed)" : ""
+            totalSpinet += s; totalPeer += p; totalMusic += music; totalOne += one
             ratios.append(p / s)
             let name = URL(fileURLWithPath: file).lastPathComponent
             let column = String(name.prefix(32)).padded(to: 32)
-            print(column + formatted(" %6.1fs %8.2fs %10.2fs %6.2fx %8.1f MB %8.1f MB",
-                                     music, s, p, p / s, Double(sRSS) / 1024, Double(pRSS) / 1024) + failed)
+            print(column + formatted(" %6.1fs %8.2fs %10.2fs %6.2fx %8.1f MB %8.1f MB %8.2fs",
+                                     music, s, p, p / s, Double(sRSS) / 1024, Double(pRSS) / 1024, one) + failed)
         }
         print(String(repeating: "-", count: header.count))
         let geo = exp(ratios.map { log($0) }.reduce(0, +) / Double(ratios.count))
@@ -219,6 +225,8 @@ struct Bench: ParsableCommand {
                      files.count, totalMusic, totalSpinet, totalPeer, totalPeer / totalSpinet, geo))
         print(formatted("speed: Spinet %.1fx real time, FluidSynth %.1fx real time",
                      totalMusic / totalSpinet, totalMusic / totalPeer))
+        print(formatted("threads: Spinet %.2fs on one thread, %.2fs on %ld (its default here): %.2fx",
+                     totalOne, totalSpinet, min(ProcessInfo.processInfo.activeProcessorCount, Render.partitions), totalOne / totalSpinet))
     }
 
     private func collectFiles() throws -> [String] {
