@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 import SpinetEngine
 import SpinetMIDI
+import SpinetSupport
 
 /// Spinet's MIDI input: an ALSA sequencer client with one input port per
 /// 16 channels, and the thread that reads it.
@@ -461,7 +462,7 @@ public final class SequencerClient: @unchecked Sendable {
             let first = clock.tempo == nil
             if let bpm = clock.tick(at: t) {
                 onTempo?(bpm)
-                if first { post("following the MIDI clock of \(describe(seq, source)): \(Self.tenths(bpm)) bpm") }
+                if first { post("following the MIDI clock of \(describe(seq, source)): " + formatted("%.1f bpm", bpm)) }
             }
         case .transport:
             guard toInput, clockSource == nil || clockSource == source else { return }
@@ -469,12 +470,6 @@ public final class SequencerClient: @unchecked Sendable {
         case .clientStarted, .ignored:
             return
         }
-    }
-
-    /// `value` with one decimal, for messages.
-    static func tenths(_ value: Double) -> String {
-        let t = Int((value * 10).rounded())
-        return "\(t / 10).\(t % 10)"
     }
 
     /// Counts SysEx messages the assembler abandoned unfinished; the first

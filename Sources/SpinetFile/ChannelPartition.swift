@@ -21,8 +21,12 @@ public enum ChannelPartition {
     /// With `noteCost` (from the SoundFont, see `NoteCost`), a note counts
     /// what it returns instead: the seconds each of its voices sounds.
     public static func estimatedLoad(_ schedule: MIDISchedule, channels: Int, noteCost: NoteCost? = nil) -> [Int64] {
-        let keyed = estimatedKeyLoad(schedule, channels: channels, noteCost: noteCost)
-        return (0..<channels).map { c in keyed[(c * 128)..<(c * 128 + 128)].reduce(0, +) }
+        channelSums(estimatedKeyLoad(schedule, channels: channels, noteCost: noteCost), channels: channels)
+    }
+
+    /// Per channel, the sum of its keys' entries in a channel * 128 + key table.
+    static func channelSums(_ keyLoad: [Int64], channels: Int) -> [Int64] {
+        (0..<channels).map { c in keyLoad[(c * 128)..<(c * 128 + 128)].reduce(0, +) }
     }
 
     /// `estimatedLoad` per channel and key: index channel * 128 + key.
@@ -109,20 +113,9 @@ public enum ChannelPartition {
     /// and so on (ties broken by channel number, so the split is
     /// deterministic). Channels that play no note go to group 0. Groups that
     /// would stay empty are dropped.
+    /// (`lanes` without `exclusiveKeys`, which splits no channel.)
     public static func balance(_ schedule: MIDISchedule, channels: Int, parts: Int, noteCost: NoteCost? = nil) -> [[Int]] {
-        let cost = estimatedLoad(schedule, channels: channels, noteCost: noteCost)
-        let plays = playing(schedule, channels: channels)
-        let playing = (0..<channels).filter { plays[$0] }.sorted { (cost[$0], -$0) > (cost[$1], -$1) }
-        let count = max(1, min(parts, playing.count))
-        var groups = [[Int]](repeating: [], count: count)
-        var load = [Int64](repeating: 0, count: count)
-        for c in playing {
-            let g = load.indices.min { (load[$0], $0) < (load[$1], $1) }!
-            groups[g].append(c)
-            load[g] += cost[c]
-        }
-        groups[0] += (0..<channels).filter { !plays[$0] }
-        return groups.map { $0.sorted() }
+        lanes(schedule, channels: channels, parts: parts, noteCost: noteCost).map { $0.map(\.channel) }
     }
 
     /// Part of what one synthesizer plays: a whole channel, or a share of
@@ -186,7 +179,7 @@ public enum ChannelPartition {
     public static func lanes(_ schedule: MIDISchedule, channels: Int, parts: Int,
                              noteCost: NoteCost? = nil, exclusiveKeys: ExclusiveKeys? = nil) -> [[Lane]] {
         let keyLoad = estimatedKeyLoad(schedule, channels: channels, noteCost: noteCost)
-        let cost = (0..<channels).map { c in keyLoad[(c * 128)..<(c * 128 + 128)].reduce(0, +) }
+        let cost = channelSums(keyLoad, channels: channels)
         let plays = playing(schedule, channels: channels)
         let total = (0..<channels).filter { plays[$0] }.reduce(Int64(0)) { $0 + cost[$1] }
         let canSplit = splittable(schedule, channels: channels)

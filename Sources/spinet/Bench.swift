@@ -226,7 +226,7 @@ struct Bench: ParsableCommand {
         print(formatted("speed: Spinet %.1fx real time, FluidSynth %.1fx real time",
                      totalMusic / totalSpinet, totalMusic / totalPeer))
         print(formatted("threads: Spinet %.2fs on one thread, %.2fs on %ld (its default here): %.2fx",
-                     totalOne, totalSpinet, min(ProcessInfo.processInfo.activeProcessorCount, Render.partitions), totalOne / totalSpinet))
+                     totalOne, totalSpinet, Render.defaultThreads, totalOne / totalSpinet))
     }
 
     private func collectFiles() throws -> [String] {

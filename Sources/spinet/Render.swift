@@ -75,6 +75,9 @@ struct Render: ParsableCommand {
     /// by the groups, each key's notes taking turns (`ChannelPartition.lanes`).
     static let partitions = 2
 
+    /// Render threads for one file when --threads is not given (outside batch mode).
+    static var defaultThreads: Int { min(ProcessInfo.processInfo.activeProcessorCount, partitions) }
+
     /// Each file of a batch being rendered holds one temporary output file.
     static let maxJobs = OutputFile.maxPending
 
@@ -125,7 +128,7 @@ struct Render: ParsableCommand {
             throw Failure("--polyphony \(polyphony) is out of range; use 1 to 65535")
         }
         let fx = try effectOptions.resolve(config: file)
-        let threadCount = threads ?? (batch ? 1 : min(ProcessInfo.processInfo.activeProcessorCount, Self.partitions))
+        let threadCount = threads ?? (batch ? 1 : Self.defaultThreads)
         guard (1...64).contains(threadCount) else { throw Failure("--threads \(threadCount) is out of range; use 1 to 64") }
         var s = RenderSettings(rate: rate, sampleFormat: sampleFormat,
                                soundFonts: soundFonts.isEmpty ? file.soundFonts : soundFonts,
