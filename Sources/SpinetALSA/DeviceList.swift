@@ -31,6 +31,14 @@ public enum DeviceList {
 
     /// Playback devices: the sound servers and `default` that alsa-lib's
     /// configuration names, then every card's playback device as `hw:C,D`.
+    /// Sound cards the kernel knows (0: none, so nothing can play).
+    public static func soundCardCount() -> Int {
+        var card: Int32 = -1
+        var n = 0
+        while snd_card_next(&card) == 0 && card >= 0 { n += 1 }
+        return n
+    }
+
     public static func audioOutputs() -> [AudioOutput] {
         ALSA.quietErrors()
         var out: [AudioOutput] = []

@@ -24,26 +24,26 @@ public struct ChannelAssignment: Equatable, Sendable {
     }
 
     /// Parses one `--channel` value; `ports` bounds the channel numbers.
-    public init(parsing text: String, ports: Int = 16) throws(ParseError) {
+    public init(parsing text: String, ports: Int = 16, option: String = "--channel") throws(ParseError) {
         let usage = "use N=synth[:PRESET] or N=soundfont, with N from 1 to 16 (or PORT.N for further ports, or all)"
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
-        guard parts.count == 2 else { throw ParseError(description: "--channel \(text): \(usage)") }
+        guard parts.count == 2 else { throw ParseError(description: "\(option) \(text): \(usage)") }
         let target = parts[0].trimmingSpaces
         do throws(ParseError) {
             channels = try Self.channels(target, ports: ports)
         } catch {
-            throw ParseError(description: "--channel \(text): \(error.description); \(usage)")
+            throw ParseError(description: "\(option) \(text): \(error.description); \(usage)")
         }
         let value = parts[1].trimmingSpaces
         let kind = value.split(separator: ":", maxSplits: 1).map(String.init)
         switch kind.first?.lowercased() {
         case "soundfont", "sf", "sf2":
-            guard kind.count == 1 else { throw ParseError(description: "--channel \(text): the SoundFont player takes no preset here; use program changes") }
+            guard kind.count == 1 else { throw ParseError(description: "\(option) \(text): the SoundFont player takes no preset here; use program changes") }
             instrument = .soundFont
         case "synth":
             instrument = .synth(preset: kind.count == 2 && !kind[1].isEmpty ? kind[1] : nil)
         default:
-            throw ParseError(description: "--channel \(text): unknown instrument \"\(kind.first ?? "")\"; \(usage)")
+            throw ParseError(description: "\(option) \(text): unknown instrument \"\(kind.first ?? "")\"; \(usage)")
         }
     }
 

@@ -46,6 +46,11 @@ public struct SpinetConfig: Equatable, Sendable {
 
     public init() {}
 
+    /// How an error names a setting of this file: `config PATH: "rate":`.
+    public func label(_ key: String) -> String {
+        "config \(path ?? ""): \"\(key)\":"
+    }
+
     public struct ConfigError: Error, CustomStringConvertible, Sendable {
         public var description: String
     }

@@ -111,3 +111,44 @@ public func writeStandardError(_ text: String) {
         if n > 0 { done += n } else if n < 0 && errno == EINTR { continue } else { return }
     }
 }
+
+/// `line` with every overlong run of non-space characters cut to its start
+/// and end, and the whole line to at most about `maxLength` bytes: an error
+/// that echoes what it was given (a 200 MB preset name, a 100,000-digit
+/// number) stays one readable line.
+public func clippingEchoes(_ line: String, longestWord: Int = 160, maxLength: Int = 2000) -> String {
+    let bytes = line.utf8
+    if bytes.count <= longestWord { return line }
+    var out: [UInt8] = []
+    var wordStart = bytes.startIndex
+    var truncated = false
+    func append(_ word: Substring.UTF8View) {
+        let n = word.count
+        if n > longestWord {
+            let keep = longestWord / 2
+            // cut on character boundaries: a clipped name stays valid UTF-8
+            let text = Substring(word)
+            out += Array(text.prefix(keep).utf8) + Array("…".utf8) + Array(text.suffix(keep / 4).utf8)
+            out += Array(formatted(" (%ld bytes)", n).utf8)
+        } else {
+            out += word
+        }
+    }
+    var i = bytes.startIndex
+    while i < bytes.endIndex {
+        let b = bytes[i]
+        if b == 0x20 || b == 0x0A {
+            append(line[wordStart..<i].utf8)
+            out.append(b)
+            wordStart = bytes.index(after: i)
+            if out.count > maxLength { truncated = true; break }
+        }
+        i = bytes.index(after: i)
+    }
+    if !truncated && wordStart < bytes.endIndex { append(line[wordStart...].utf8) }
+    if out.count > maxLength || truncated {
+        let head = String(decoding: out.prefix(maxLength), as: UTF8.self)
+        return head + formatted("… (%ld bytes in all)", bytes.count)
+    }
+    return String(decoding: out, as: UTF8.self)
+}

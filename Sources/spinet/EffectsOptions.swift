@@ -52,12 +52,17 @@ struct EffectsOptions: ParsableArguments {
         // Where a value came from, for the error that names it.
         func source(_ option: String, _ cli: String?, _ file: String?, key: String) -> (value: String?, label: String) {
             if let cli { return (cli, "--\(option)") }
-            return (file, "\"\(key)\" in config \(config.path ?? "")")
+            return (file, config.label(key))
         }
+        try refuseContradictions(config: config)
+        // A reverb, chorus or delay preset implies Spinet's effects, but only
+        // over an --effects of the same level: `--effects fluidsynth` on the
+        // command line is not undone by a reverb in the config file.
+        let cliPicksFluid = self.effects?.lowercased() == "fluidsynth"
         let effects = source("effects", self.effects, config.effects, key: "effects")
-        let reverb = source("reverb", self.reverb, config.reverb, key: "reverb")
-        let chorus = source("chorus", self.chorus, config.chorus, key: "chorus")
-        let delay = source("delay", self.delay, config.delay, key: "delay")
+        let reverb = source("reverb", self.reverb, cliPicksFluid ? nil : config.reverb, key: "reverb")
+        let chorus = source("chorus", self.chorus, cliPicksFluid ? nil : config.chorus, key: "chorus")
+        let delay = source("delay", self.delay, cliPicksFluid ? nil : config.delay, key: "delay")
         let kind = effects.value ?? Self.defaultEffects
         guard ["fluidsynth", "spinet"].contains(kind) else {
             throw Failure("\(effects.label) \(kind) is not known; use spinet or fluidsynth")
@@ -94,6 +99,27 @@ struct EffectsOptions: ParsableArguments {
         }
         r.equalizer = eq.isFlat ? nil : eq
         return r
+    }
+
+    /// Options that ask for opposite things are refused before any work:
+    /// FluidSynth's effects with one of Spinet's presets, or --dry with one.
+    func refuseContradictions(config: SpinetConfig) throws {
+        let cli: [(String, String?)] = [("--reverb", reverb), ("--chorus", chorus), ("--delay", delay)]
+        if let (option, value) = cli.first(where: { $0.1 != nil }) {
+            if effects?.lowercased() == "fluidsynth" {
+                throw Failure("--effects fluidsynth and \(option) \(value!) contradict each other: \(option) is one of Spinet's effects (--effects spinet); drop one of them")
+            }
+            if dry && value!.lowercased() != "none" {
+                throw Failure("--dry and \(option) \(value!) contradict each other: --dry turns the reverb, chorus and delay off; drop one of them")
+            }
+        }
+        // Within the config file (an option on the command line wins over it).
+        if effects == nil, reverb == nil, chorus == nil, delay == nil, config.effects?.lowercased() == "fluidsynth" {
+            let file: [(String, String?)] = [("reverb", config.reverb), ("chorus", config.chorus), ("delay", config.delay)]
+            if let (key, value) = file.first(where: { $0.1 != nil }) {
+                throw Failure("config \(config.path ?? ""): \"effects\": \"fluidsynth\" and \"\(key)\": \"\(value!)\" contradict each other: \"\(key)\" is one of Spinet's effects (\"effects\": \"spinet\"); drop one of them")
+            }
+        }
     }
 
     /// A shelf setting: `GAIN` or `GAIN@HZ` (dB, optional "dB"/"Hz" units).

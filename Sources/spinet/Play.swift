@@ -128,11 +128,15 @@ struct Play: ParsableCommand {
         guard MIDIClockTempo.range.contains(tempo) else {
             throw Failure("--tempo \(tempo) is out of range; use \(Int(MIDIClockTempo.range.lowerBound)) to \(Int(MIDIClockTempo.range.upperBound)) bpm")
         }
+        try Render.checkGain(gain)
+        if self.soundFonts.isEmpty { try Render.checkConfigFonts(settings) }
         let fx = try effectOptions.resolve(config: settings)
         var mutedChannels: [Int] = [], soloChannels: [Int] = []
         do {
-            for text in settings.mute + mute { mutedChannels += try ChannelAssignment.channelList(text, ports: ports, option: "--mute") }
-            for text in settings.solo + solo { soloChannels += try ChannelAssignment.channelList(text, ports: ports, option: "--solo") }
+            for text in settings.mute { mutedChannels += try ChannelAssignment.channelList(text, ports: ports, option: settings.label("mute")) }
+            for text in mute { mutedChannels += try ChannelAssignment.channelList(text, ports: ports, option: "--mute") }
+            for text in settings.solo { soloChannels += try ChannelAssignment.channelList(text, ports: ports, option: settings.label("solo")) }
+            for text in solo { soloChannels += try ChannelAssignment.channelList(text, ports: ports, option: "--solo") }
         } catch {
             throw Failure(error.description)
         }
@@ -224,7 +228,8 @@ struct Play: ParsableCommand {
         engine.routeAll(to: engine.add(slot))
         // Spinet's own synth: channels given to it, and any channel a Bank Select 126 moves there.
         let synth = try Render.makeSynth(presets: presets, polyphony: 256)
-        let synthChannels = try Render.applyAssignments(channelAssignments, to: synth, ports: ports)
+        let synthChannels = try Render.applyAssignments(channelAssignments, to: synth, ports: ports,
+                                                        configCount: settings.channels.count, configLabel: settings.label("channels"))
         let synthIndex = engine.add(synth)
         for c in synthChannels { engine.route(channel: c, to: synthIndex) }
         engine.routeBank(msb: OscillatorSynth.spinetPresetBank, to: synthIndex)

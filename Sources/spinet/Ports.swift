@@ -28,11 +28,20 @@ struct Ports: ParsableCommand {
         }
         lines.append("")
         lines.append("Audio outputs (spinet play --device NAME):")
+        let cards = DeviceList.soundCardCount()
         let outputs = DeviceList.audioOutputs()
         let width = outputs.map(\.name.count).max() ?? 0
+        if cards == 0 {
+            // "default" and the sound-server names are listed by the ALSA
+            // configuration whether or not anything can play through them.
+            lines.append("  (no sound card found; these names play only through a sound server with an output of its own)")
+        }
         for o in outputs {
             lines.append("  \(o.name.padded(to: max(width, 7)))  \(o.description)")
         }
         print(lines.joined(separator: "\n"))
+        if cards == 0 {
+            throw Failure("no sound card found (none in /proc/asound/cards); connect or enable one, or load a driver (e.g. sudo modprobe snd-dummy to test)", status: 1)
+        }
     }
 }

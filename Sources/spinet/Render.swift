@@ -119,7 +119,8 @@ struct Render: ParsableCommand {
         do { file = try SpinetConfig.load(explicitPath: config) } catch { throw Failure(error.description) }
         let rate = self.rate ?? file.rate ?? 48000
         guard (22050...192000).contains(rate) else {
-            throw Failure("--rate \(rate) is out of range; use 22050 to 192000 Hz")
+            let label = self.rate != nil ? "--rate" : file.label("rate")
+            throw Failure("\(label) \(rate) is out of range; use 22050 to 192000 Hz")
         }
         guard let sampleFormat = SampleFormat(rawValue: bits) else {
             throw Failure("--bits \(bits) is not supported; use 16, 24 or 32f")
@@ -127,17 +128,21 @@ struct Render: ParsableCommand {
         guard (1...65535).contains(polyphony) else {
             throw Failure("--polyphony \(polyphony) is out of range; use 1 to 65535")
         }
+        try Self.checkGain(gain)
         let fx = try effectOptions.resolve(config: file)
         let threadCount = threads ?? (batch ? 1 : Self.defaultThreads)
         guard (1...64).contains(threadCount) else { throw Failure("--threads \(threadCount) is out of range; use 1 to 64") }
         var s = RenderSettings(rate: rate, sampleFormat: sampleFormat,
                                soundFonts: soundFonts.isEmpty ? file.soundFonts : soundFonts,
                                channelAssignments: file.channels + channelAssignments,
-                               presetBank: try Self.presetBank(self.presets ?? file.presets),
+                               presetBank: try Self.presetBank(self.presets ?? file.presets, label: self.presets == nil ? file.label("presets") : nil),
                                polyphony: polyphony, threads: threadCount, gain: gain,
                                fluidEffects: fx.fluidEffects, quiet: quiet)
-        s.mutedChannels = try Self.channelLists(file.mute + mute, option: "--mute")
-        s.soloChannels = try Self.channelLists(file.solo + solo, option: "--solo")
+        s.mutedChannels = try Self.channelLists(file.mute, option: file.label("mute")) + Self.channelLists(mute, option: "--mute")
+        s.soloChannels = try Self.channelLists(file.solo, option: file.label("solo")) + Self.channelLists(solo, option: "--solo")
+        s.configChannelCount = file.channels.count
+        s.configLabel = file.label("channels")
+        if soundFonts.isEmpty { try Self.checkConfigFonts(file) }
         s.spinetEffects = fx.spinetEffects
         s.reverb = fx.reverb
         s.chorus = fx.chorus
@@ -145,7 +150,8 @@ struct Render: ParsableCommand {
         s.equalizer = fx.equalizer
         // The --channel options, checked once here; port numbers are checked
         // again for each file, against the ports it uses.
-        _ = try Self.applyAssignments(s.channelAssignments, to: OscillatorSynth(presets: s.presetBank, polyphony: 1), ports: 16)
+        _ = try Self.applyAssignments(s.channelAssignments, to: OscillatorSynth(presets: s.presetBank, polyphony: 1), ports: 16,
+                                      configCount: s.configChannelCount, configLabel: s.configLabel)
         return s
     }
 
@@ -234,6 +240,8 @@ struct Render: ParsableCommand {
             throw Failure("\(input) has no notes to play (\(schedule.events.count) events, none a note-on); nothing rendered")
         }
 
+        try Self.checkMuteAndSolo(schedule, input: input, settings: s, log: log)
+
         // 2. The SoundFont(s), loaded before any audio work.
         let fonts = try Render.fontsOrDefault(s.soundFonts)
         var maxChannel = 0
@@ -245,7 +253,8 @@ struct Render: ParsableCommand {
         options.polyphony = s.polyphony
         options.fluidEffects = s.fluidEffects
         let synth = OscillatorSynth(presets: s.presetBank, polyphony: 256)
-        let synthChannels = try Self.applyAssignments(s.channelAssignments, to: synth, ports: ports)
+        let synthChannels = try Self.applyAssignments(s.channelAssignments, to: synth, ports: ports,
+                                                      configCount: s.configChannelCount, configLabel: s.configLabel)
         // Split by what the notes cost in this font: its layers, releases and
         // sample lengths. (The model is gone before FluidSynth loads the font.)
         // A channel that is most of the work (a busy drum track) is split:
@@ -380,6 +389,37 @@ struct Render: ParsableCommand {
         return FileRender(report: report, seconds: seconds)
     }
 
+    /// `--mute`/`--solo` against the channels that play notes in this file:
+    /// a channel named on port 1 that plays nothing there but does on another
+    /// port (drums on port 2) is pointed out, and a render they would leave
+    /// silent is an error before any work.
+    static func checkMuteAndSolo(_ schedule: MIDISchedule, input: String, settings s: RenderSettings,
+                                 log: (String) -> Void) throws {
+        guard !s.mutedChannels.isEmpty || !s.soloChannels.isEmpty else { return }
+        var playing = Set<Int>()
+        for e in schedule.events {
+            if case .message(let m) = e.kind, m.isNoteOn, let c = m.channel { playing.insert(Int(c)) }
+        }
+        func name(_ c: Int) -> String { c < 16 ? "\(c + 1)" : "\(c / 16 + 1).\(c % 16 + 1)" }
+        for (option, channels) in [("--solo", s.soloChannels), ("--mute", s.mutedChannels)] {
+            for c in Set(channels).sorted() where c < 16 && !playing.contains(c) {
+                let elsewhere = playing.filter { $0 % 16 == c && $0 >= 16 }.sorted()
+                if !elsewhere.isEmpty && !s.quiet {
+                    log("spinet: warning: \(input): \(option) \(c + 1) names channel \(c + 1) of port 1, which plays no notes; "
+                        + "this file plays it on port \(elsewhere.map { "\($0 / 16 + 1)" }.joined(separator: ", ")): use "
+                        + elsewhere.map { "\(option) \(name($0))" }.joined(separator: " or "))
+                }
+            }
+        }
+        let muted = Set(s.mutedChannels), solo = Set(s.soloChannels)
+        let heard = playing.filter { !muted.contains($0) && (solo.isEmpty || solo.contains($0)) }
+        if heard.isEmpty && !playing.isEmpty {
+            let list = playing.sorted().map(name).joined(separator: ", ")
+            let why = solo.isEmpty ? "--mute silences" : (muted.isEmpty ? "--solo leaves out" : "--mute and --solo silence")
+            throw Failure("nothing to hear in \(input): \(why) every channel that plays notes (\(list)); nothing rendered")
+        }
+    }
+
     /// A named effect preset, `none`, or the default when the option is absent.
     static func preset<P>(_ name: String?, default value: P, named: (String) -> P?, option: String, choices: [String]) throws -> P? {
         guard let name else { return value }
@@ -396,17 +436,46 @@ struct Render: ParsableCommand {
     }
 
     /// The factory presets, or those of a preset file.
-    static func presetBank(_ path: String?) throws -> PresetBank {
+    static func presetBank(_ path: String?, label: String? = nil) throws -> PresetBank {
         guard let path else { return .factory }
-        do { return try PresetBank(jsonFile: path) } catch { throw Failure(error.description) }
+        do { return try PresetBank(jsonFile: path) } catch {
+            // a preset file named by the config file: say where it was named
+            throw Failure(label.map { "\($0) " + error.description } ?? error.description)
+        }
+    }
+
+    /// The master gain, in dB: finite and within what can still be heard
+    /// (below -96 dB nothing reaches 16 bits; above +40 dB only the limiter is left).
+    static let gainRange = -96.0...40.0
+
+    static func checkGain(_ gain: Double) throws {
+        guard gainRange.contains(gain) else {
+            throw Failure("--gain \(gain) is out of range; use \(Int(gainRange.lowerBound)) to \(Int(gainRange.upperBound)) (dB)")
+        }
+    }
+
+    /// The config file's SoundFonts exist and are files: an error names the
+    /// config file and its key, where the fix is.
+    static func checkConfigFonts(_ file: SpinetConfig) throws {
+        for font in file.soundFonts {
+            guard let directory = isDirectory(font) else {
+                throw Failure("\(file.label("soundfonts")) \(font) does not exist; fix the path there, or pass --soundfont")
+            }
+            if directory {
+                throw Failure("\(file.label("soundfonts")) \(font) is a directory; name a .sf2/.sf3 file there, or pass --soundfont")
+            }
+        }
     }
 
     /// Applies `--channel` options; returns the channels that play the synth.
-    static func applyAssignments(_ texts: [String], to synth: OscillatorSynth, ports: Int) throws -> Set<Int> {
+    /// The first `configCount` came from the config file (`configLabel` names it and its key).
+    static func applyAssignments(_ texts: [String], to synth: OscillatorSynth, ports: Int,
+                                 configCount: Int = 0, configLabel: String = "") throws -> Set<Int> {
         var synthChannels = Set<Int>()
-        for text in texts {
+        for (i, text) in texts.enumerated() {
+            let option = i < configCount ? configLabel : "--channel"
             let a: ChannelAssignment
-            do { a = try ChannelAssignment(parsing: text, ports: max(ports, 1)) } catch { throw Failure(error.description) }
+            do { a = try ChannelAssignment(parsing: text, ports: max(ports, 1), option: option) } catch { throw Failure(error.description) }
             for c in a.channels {
                 switch a.instrument {
                 case .soundFont:
@@ -417,7 +486,7 @@ struct Render: ParsableCommand {
                         do {
                             try synth.setPreset(preset, channel: c)
                         } catch {
-                            throw Failure("--channel \(text): \(error.description)")
+                            throw Failure("\(option) \(text): \(error.description)")
                         }
                     }
                 }
@@ -459,6 +528,10 @@ struct RenderSettings: Sendable {
     /// Empty: the default font, looked up once the MIDI file has been read.
     var soundFonts: [String]
     var channelAssignments: [String]
+    /// The first this many of `channelAssignments` came from the config file.
+    var configChannelCount = 0
+    /// `config PATH: "channels":`, for their errors.
+    var configLabel = ""
     var presetBank: PresetBank
     var polyphony: Int
     /// Render threads for one file.

@@ -10,11 +10,29 @@ struct Spinet: ParsableCommand {
         version: "0.1.0",
         subcommands: [Render.self, Play.self, Ports.self, Bench.self]
     )
+
+    /// ArgumentParser's own `main`, except that its error messages (which
+    /// echo the value given: a 100,000-digit number) are clipped like ours.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            let code = exitCode(for: error)
+            let message = fullMessage(for: error)
+            if code == .success {
+                if !message.isEmpty { print(message) }
+            } else if !message.isEmpty {
+                printError(message)
+            }
+            Glibc.exit(code.rawValue)
+        }
+    }
 }
 
 /// Prints one line to standard error.
 func printError(_ line: String) {
-    writeStandardError((line + "\n"))
+    writeStandardError(clippingEchoes(line) + "\n")
 }
 
 /// A failure the user can act on: printed as one line, exit status 1.

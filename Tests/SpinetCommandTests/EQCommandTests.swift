@@ -51,6 +51,6 @@ struct EQCommandTests {
         let input = try write(MuteSoloCommandTests.twoChannels(), to: dir, "two.mid")
         let r = try SpinetCommand.run(["render", input, "-o", dir.appendingPathComponent("x.wav").path, "--soundfont", font, "--config", config.path])
         #expect(r.status == 1)
-        #expect(r.stderr.contains("\"low-shelf\" in config \(config.path)") && r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("config \(config.path): \"low-shelf\":") && r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
     }
 }
