@@ -35,7 +35,7 @@ struct Render: ParsableCommand {
     )
 
     @Argument(help: ArgumentHelp("The Standard MIDI File(s) to render (.mid, .midi, .kar, .rmi).", valueName: "input"))
-    var inputs: [String]
+    var inputs: [String] = []
 
     @Option(name: .shortAndLong, help: ArgumentHelp("Output file, or - for standard output (default: the input's name with .wav). In batch mode, the directory for the outputs (created if missing).", valueName: "output"))
     var output: String?
@@ -101,13 +101,24 @@ struct Render: ParsableCommand {
     @Flag(name: .shortAndLong, help: "No progress bar and no summary.")
     var quiet = false
 
+    @OptionGroup var dataset: DatasetOptions
+
     func run() throws {
-        try reportingFailures { try isBatch ? renderBatch() : renderSingle() }
+        try reportingFailures {
+            guard !inputs.isEmpty || dataset.from != nil else {
+                throw Failure("no input; name MIDI files (or - for standard input), or a list of them with --from LIST")
+            }
+            if dataset.asksForBatch && !isBatch {
+                throw Failure("\(dataset.batchOptionGiven) renders a batch: -o names a directory (end it with /) or is left out, not the file \(output ?? "")")
+            }
+            try isBatch ? renderBatch() : renderSingle()
+        }
     }
 
-    /// Several inputs, or `-o` naming a directory (an existing one, or any name ending in /).
+    /// Several inputs, a list or a shard of one, or `-o` naming a directory
+    /// (an existing one, or any name ending in /).
     var isBatch: Bool {
-        if inputs.count > 1 { return true }
+        if inputs.count > 1 || (dataset.asksForBatch && output == nil) { return true }
         guard let output, output != "-" else { return false }
         var st = stat()
         return output.hasSuffix("/") || (stat(output, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR)

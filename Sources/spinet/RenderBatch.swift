@@ -23,6 +23,10 @@ extension Render {
     func renderBatch() throws {
         // 1. Options.
         var settings = try settings(batch: true)
+        // The inputs: those named, and those of --from, then this job's shard of them.
+        let named = try dataset.inputs(named: self.inputs)
+        let inputs = try dataset.shard.map { try $0.pick(named) } ?? named
+        let report = try dataset.report.map { try BatchReport(path: $0) }
         if output == "-" {
             throw Failure("-o - streams a single render; with several inputs, name a directory for the outputs: -o DIR/")
         }
@@ -70,12 +74,25 @@ extension Render {
             }
             owners[key] = input
         }
-        let existing = targets.filter { access($0, F_OK) == 0 }
+        var existing = targets.filter { access($0, F_OK) == 0 }
         for target in existing {
             var st = stat()
             if stat(target, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR {
                 throw Failure("\(target) is a directory; the render of a file cannot replace it")
             }
+        }
+        // --skip-existing: an output that is there is complete (each render
+        // is renamed into place only when it has finished), so its input is
+        // skipped; that is no error.
+        var skipped = Set<Int>()
+        if dataset.skipExisting {
+            guard !force else { throw Failure("--skip-existing keeps existing outputs and --force replaces them; drop one of them") }
+            let there = Set(existing)
+            for (i, target) in targets.enumerated() where there.contains(target) {
+                skipped.insert(i)
+                report?.add(input: inputs[i], outputs: [target], status: "skipped")
+            }
+            existing = []
         }
         if let first = existing.first, !force {
             let more = existing.count > 1 ? " (and \(existing.count - 1) more)" : ""
@@ -118,7 +135,8 @@ extension Render {
             let seconds = Double(file.schedule(sampleRate: rate).endFrame) / Double(rate)
             return seconds <= 24 * 3600 ? seconds : 0
         }
-        let order = inputs.indices.sorted { estimates[$0] != estimates[$1] ? estimates[$0] > estimates[$1] : $0 < $1 }
+        let order = inputs.indices.filter { !skipped.contains($0) }
+            .sorted { estimates[$0] != estimates[$1] ? estimates[$0] > estimates[$1] : $0 < $1 }
 
         // 6. The renders.
         if !quiet { printError("SoundFont: \(fonts.joined(separator: ", "))") }
@@ -128,7 +146,7 @@ extension Render {
                                    totalSeconds: estimates.reduce(0, +), workers: workers)
         let batch = BatchState(order: order)
         let job = BatchJob(inputs: inputs, targets: targets, estimates: estimates, container: container,
-                           settings: settings, force: force)
+                           settings: settings, force: force, report: report)
         let start = DispatchTime.now()
         let group = DispatchGroup()
         var threads: [NativeThread] = []
@@ -152,7 +170,8 @@ extension Render {
             throw Failure("interrupted; \(rendered.count) of \(inputs.count) files were rendered in full and kept, no partial file left", status: 130)
         }
         if !quiet {
-            printError(Self.batchSummary(files: inputs.count, rendered: rendered, failed: failed, wall: wall, jobs: workers))
+            printError(Self.batchSummary(files: inputs.count, rendered: rendered, failed: failed, skipped: skipped.count,
+                                         wall: wall, jobs: workers))
         }
         if !failed.isEmpty { throw Failure("", status: 1) }
     }
@@ -188,12 +207,13 @@ extension Render {
     }
 
     /// The batch's last line: files, music, wall time, speed, failures.
-    static func batchSummary(files: Int, rendered: [FileRender], failed: [String], wall: Double, jobs: Int) -> String {
+    static func batchSummary(files: Int, rendered: [FileRender], failed: [String], skipped: Int = 0, wall: Double, jobs: Int) -> String {
         let music = rendered.reduce(0.0) { $0 + Double($1.report.musicFrames) / Double($1.report.sampleRate) }
         let audio = rendered.reduce(0.0) { $0 + Double($1.report.outputFrames) / Double($1.report.sampleRate) }
         let speed = wall > 0 ? audio / wall : 0
         let failures = failed.isEmpty ? "no failures" : "\(failed.count) failed (\(failed.joined(separator: ", ")))"
-        return "Batch: \(rendered.count) of \(files) files rendered, \(clock(music)) of music"
+        let skips = skipped > 0 ? " (\(skipped) skipped: already rendered)" : ""
+        return "Batch: \(rendered.count) of \(files) files rendered\(skips), \(clock(music)) of music"
             + formatted(" in %.2f s on %ld jobs (%.1fx real time); ", wall, jobs, speed) + failures
     }
 }
@@ -232,6 +252,7 @@ struct BatchJob: Sendable {
     var container: AudioFileFormat
     var settings: RenderSettings
     var force: Bool
+    var report: BatchReport?
 
     /// A worker's loop: render files until none is left.
     func work(slot: Int, batch: BatchState, display: BatchDisplay) {
@@ -248,16 +269,19 @@ struct BatchJob: Sendable {
                 let r = try Render.renderFile(input, to: out, format: container, settings: settings,
                                               announceSoundFont: false, progress: progress, log: display.print)
                 batch.rendered(r)
+                report?.add(input: input, outputs: [targets[i]], status: "rendered", render: r)
                 display.fileDone(slot: slot, estimate: estimates[i])
                 if !settings.quiet {
                     display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i]))
                 }
             } catch let f as Failure where f.status == 130 {
                 batch.interrupted()
+                report?.add(input: input, outputs: [], status: "interrupted", error: "interrupted; no output written")
                 display.fileDone(slot: slot, estimate: 0)
             } catch {
                 let message = (error as? Failure)?.message ?? "\(error)"
                 batch.failed(input)
+                report?.add(input: input, outputs: [], status: "failed", error: message)
                 display.fileDone(slot: slot, estimate: estimates[i])
                 // Every error line names its file.
                 display.print("spinet: " + (message.contains(input) ? message : "\(input): \(message)"))

@@ -1,0 +1,165 @@
+import ArgumentParser
+import FoundationEssentials
+import Glibc
+import SpinetSupport
+import Synchronization
+
+/// `spinet render` for datasets: input lists too long for a command line, a
+/// shard of them per job of a scheduler (Slurm job arrays, Kubernetes
+/// indexed Jobs, GNU parallel), resuming a batch, and a machine-readable
+/// report. Spinet needs no scheduler of its own: every job is given the same
+/// list and its own shard.
+struct DatasetOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Read input paths from LIST, one per line (- for standard input); added to those named.", valueName: "list"))
+    var from: String?
+
+    @Option(help: ArgumentHelp("Render only the K-th of N disjoint parts of the inputs (K from 0 to N-1); the parts depend only on the set of input paths, so N jobs given the same list cover every file once.", valueName: "K/N"))
+    var shard: Shard?
+
+    @Flag(name: .customLong("skip-existing"), help: "Skip an input whose output exists (a render is renamed into place only when finished, so an existing output is complete): resumes a batch.")
+    var skipExisting = false
+
+    @Option(help: ArgumentHelp("Write one JSON object per input (JSON Lines): input, outputs, status, error, music length, render time, peak, voices.", valueName: "file.jsonl"))
+    var report: String?
+
+    /// Options that only make sense for a batch.
+    var asksForBatch: Bool { from != nil || shard != nil || skipExisting || report != nil }
+
+    /// The first of them given, for an error that names it.
+    var batchOptionGiven: String {
+        if from != nil { return "--from" }
+        if shard != nil { return "--shard" }
+        if skipExisting { return "--skip-existing" }
+        return "--report"
+    }
+
+    /// The longest input list read (a million paths of 256 bytes).
+    static let maxListBytes = 256 << 20
+
+    /// `named`, then the paths of --from; a path given twice is taken once.
+    func inputs(named: [String]) throws -> [String] {
+        var all = named
+        if let from {
+            let text: String
+            text = try Self.readList(from)
+            // by bytes: "\r\n" is one Character, which a split on "\n" would miss
+            for line in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+                var bytes = Substring(line).utf8[...]
+                if bytes.last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
+                let path = String(decoding: bytes, as: UTF8.self)
+                if path.trimmingSpaces.isEmpty { continue }
+                all.append(path)
+            }
+            if all.isEmpty { throw Failure("--from \(from) lists no input; write one path per line") }
+        }
+        var seen = Set<String>()
+        return all.filter { seen.insert($0).inserted }
+    }
+
+    /// The whole list, read with a bound (a list may be a FIFO or standard input).
+    static func readList(_ path: String) throws -> String {
+        let fd = path == "-" ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw Failure("--from \(path): \(String(cString: strerror(errno))); name a file with one input path per line")
+        }
+        defer { if fd != STDIN_FILENO { close(fd) } }
+        var st = stat()
+        if fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR {
+            throw Failure("--from \(path) is a directory; name a file with one input path per line")
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw Failure("--from \(path): \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+            if bytes.count > maxListBytes {
+                throw Failure("--from \(path) is over \(maxListBytes >> 20) MB; split the list")
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// `--shard K/N`: K counts from 0, as Slurm's array index (with
+/// `--array=0-N-1`) and Kubernetes' JOB_COMPLETION_INDEX do.
+struct Shard: ExpressibleByArgument, Equatable, Sendable {
+    var index: Int
+    var count: Int
+
+    init?(argument: String) {
+        let parts = argument.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let k = Int(parts[0].trimmingSpaces), let n = Int(parts[1].trimmingSpaces),
+              n >= 1, n <= 1_000_000, k >= 0, k < n else { return nil }
+        index = k
+        count = n
+    }
+
+    init(index: Int, count: Int) {
+        self.index = index
+        self.count = count
+    }
+
+    static var defaultValueDescription: String { "K/N" }
+
+    /// This shard's inputs. The paths are sorted (by their bytes) and dealt
+    /// out in turn, so the parts are disjoint, cover every path, differ in
+    /// size by at most one, and do not depend on the order of the list.
+    func pick(_ paths: [String]) throws -> [String] {
+        let sorted = Set(paths).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        return sorted.enumerated().compactMap { $0.offset % count == index ? $0.element : nil }
+    }
+}
+
+/// The JSON Lines report of a batch: one object per input, appended (and
+/// written out) as each file ends, so a batch that is killed leaves the
+/// lines of the files it finished. Thread-safe.
+final class BatchReport: Sendable {
+    let path: String
+    private let fd: Mutex<Int32>
+
+    init(path: String) throws {
+        self.path = path
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+        guard fd >= 0 else {
+            throw Failure("--report \(path): \(String(cString: strerror(errno)))")
+        }
+        self.fd = Mutex(fd)
+    }
+
+    deinit {
+        fd.withLock { _ = close($0) }
+    }
+
+    func add(input: String, outputs: [String], status: String, error: String? = nil, render: FileRender? = nil) {
+        var fields = [
+            "\"input\": " + jsonQuoted(input),
+            "\"outputs\": [" + outputs.map(jsonQuoted).joined(separator: ", ") + "]",
+            "\"status\": " + jsonQuoted(status),
+            "\"error\": " + (error.map(jsonQuoted) ?? "null"),
+        ]
+        if let r = render?.report {
+            let rate = Double(r.sampleRate)
+            fields.append("\"music_seconds\": " + formatted("%.3f", Double(r.musicFrames) / rate))
+            fields.append("\"audio_seconds\": " + formatted("%.3f", Double(r.outputFrames) / rate))
+            fields.append("\"render_seconds\": " + formatted("%.3f", render!.seconds))
+            fields.append("\"peak_dbfs\": " + (r.peak > 0 ? formatted("%.2f", r.peakDBFS) : "null"))
+            fields.append("\"voices\": \(r.peakVoices)")
+            fields.append("\"events_dropped\": \(r.droppedEvents)")
+        } else {
+            fields += ["\"music_seconds\": null", "\"audio_seconds\": null", "\"render_seconds\": null",
+                       "\"peak_dbfs\": null", "\"voices\": null", "\"events_dropped\": null"]
+        }
+        fields.append("\"stems\": []")
+        let line = Array(("{" + fields.joined(separator: ", ") + "}\n").utf8)
+        fd.withLock { fd in
+            var done = 0
+            while done < line.count {
+                let n = line.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+                if n > 0 { done += n } else if n < 0 && errno == EINTR { continue } else { return }
+            }
+        }
+    }
+}
