@@ -22,6 +22,9 @@ struct DatasetOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Write one JSON object per input (JSON Lines): input, outputs, status, error, music length, render time, peak, voices.", valueName: "file.jsonl"))
     var report: String?
 
+    @Option(help: ArgumentHelp("Write one row per note: where it sounds in the output (frames and seconds), channel, key, velocity, program, bank, instrument; CSV, or JSON when FILE ends in .json. In batch mode, a directory: DIR/NAME.csv per input.", valueName: "file"))
+    var notes: String?
+
     /// Options that only make sense for a batch.
     var asksForBatch: Bool { from != nil || shard != nil || skipExisting || report != nil }
 

@@ -214,9 +214,13 @@ struct Render: ParsableCommand {
         } catch {
             throw Failure(error.description)
         }
+        var notes: OutputFile?
+        if let path = dataset.notes {
+            do { notes = try OutputFile(target: path, force: force) } catch { throw Failure("--notes: " + error.description) }
+        }
         installInterruptHandlers()
         let bar = ProgressBar(enabled: !quiet && isatty(STDERR_FILENO) == 1)
-        let result = try Self.renderFile(input, to: out, format: container, settings: settings,
+        let result = try Self.renderFile(input, to: out, format: container, settings: settings, notes: notes,
                                          announceSoundFont: true, progress: bar, log: printError)
         if !quiet {
             printError(Self.summary(result.report, seconds: result.seconds, target: target))
@@ -226,7 +230,9 @@ struct Render: ParsableCommand {
     /// Renders one MIDI file to one output: the work of `spinet render` for a
     /// single file and for each file of a batch, so both give the same bytes.
     /// Throws a `Failure`; `log` prints warnings and notes (one line each).
+    /// `notes`: where the note labels go (`--notes`), committed with the audio.
     static func renderFile(_ input: String, to out: OutputFile, format container: AudioFileFormat, settings s: RenderSettings,
+                           notes: OutputFile? = nil,
                            announceSoundFont: Bool, progress: RenderProgress, log: (String) -> Void) throws -> FileRender {
         let rate = s.rate
         // 1. The MIDI file.
@@ -392,12 +398,44 @@ struct Render: ParsableCommand {
         }
         do {
             try writer.close()
+            if let notes {
+                var labeler = NoteLabeler()
+                labeler.synthChannels = synthChannels
+                labeler.mutedChannels = Set(s.mutedChannels)
+                labeler.soloChannels = Set(s.soloChannels)
+                labeler.synthBank = Int(OscillatorSynth.spinetPresetBank)
+                labeler.grid = SoundFontUnit.grid
+                let fontNames = SoundFontPresetNames(fonts: fonts)
+                let bank = s.presetBank
+                labeler.instrumentName = { channel, b, program, onSynth in
+                    guard onSynth else { return program.map { fontNames.name(bank: b, program: $0) ?? "" } ?? fontNames.name(bank: b, program: 0) ?? "" }
+                    if let program, let p = bank.presets.first(where: { $0.program == program }) { return p.name }
+                    return synth.presetName(channel: channel) ?? ""
+                }
+                let text = NoteLabeler.text(labeler.labels(schedule), sampleRate: rate,
+                                            json: notes.target.lowercased().hasSuffix(".json"))
+                try Self.writeText(text, to: notes)
+            }
             try out.commit()
+            try notes?.commit()
         } catch {
             out.discard()
-            throw Failure(error.description)
+            notes?.discard()
+            throw (error as? Failure) ?? Failure("\(error)")
         }
         return FileRender(report: report, seconds: seconds)
+    }
+
+    /// Writes a small text file's temporary file (committed by the caller).
+    static func writeText(_ text: String, to file: OutputFile) throws {
+        let bytes = Array(text.utf8)
+        guard let f = fopen(file.writePath, "wb") else {
+            throw Failure("cannot write \(file.target): \(String(cString: strerror(errno)))")
+        }
+        let written = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, f) }
+        if fclose(f) != 0 || written != bytes.count {
+            throw Failure("writing \(file.target) failed: \(String(cString: strerror(errno)))")
+        }
     }
 
     /// `--mute`/`--solo` against the channels that play notes in this file:

@@ -119,6 +119,13 @@ extension Render {
 
         // 4. The output directories: created if missing, and proven writable.
         if let directory { try Self.makeDirectory(directory) }
+        var notesDirectory: String?
+        if var dir = dataset.notes {
+            while dir.count > 1 && dir.hasSuffix("/") { dir.removeLast() }
+            try Self.makeDirectory(dir)
+            try Self.checkWritable(dir)
+            notesDirectory = dir
+        }
         var checked = Set<String>()
         for target in targets {
             let dir = URL(fileURLWithPath: target).deletingLastPathComponent().path
@@ -146,7 +153,7 @@ extension Render {
                                    totalSeconds: estimates.reduce(0, +), workers: workers)
         let batch = BatchState(order: order)
         let job = BatchJob(inputs: inputs, targets: targets, estimates: estimates, container: container,
-                           settings: settings, force: force, report: report)
+                           settings: settings, force: force, report: report, notesDirectory: notesDirectory)
         let start = DispatchTime.now()
         let group = DispatchGroup()
         var threads: [NativeThread] = []
@@ -253,6 +260,8 @@ struct BatchJob: Sendable {
     var settings: RenderSettings
     var force: Bool
     var report: BatchReport?
+    /// `--notes DIR`: one CSV per input.
+    var notesDirectory: String?
 
     /// A worker's loop: render files until none is left.
     func work(slot: Int, batch: BatchState, display: BatchDisplay) {
@@ -266,10 +275,15 @@ struct BatchJob: Sendable {
                 } catch {
                     throw Failure(error.description)
                 }
-                let r = try Render.renderFile(input, to: out, format: container, settings: settings,
+                var notes: OutputFile?
+                if let notesDirectory {
+                    let name = URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + ".csv"
+                    do { notes = try OutputFile(target: notesDirectory + "/" + name, force: force) } catch { throw Failure(error.description) }
+                }
+                let r = try Render.renderFile(input, to: out, format: container, settings: settings, notes: notes,
                                               announceSoundFont: false, progress: progress, log: display.print)
                 batch.rendered(r)
-                report?.add(input: input, outputs: [targets[i]], status: "rendered", render: r)
+                report?.add(input: input, outputs: [targets[i]] + (notes.map { [$0.target] } ?? []), status: "rendered", render: r)
                 display.fileDone(slot: slot, estimate: estimates[i])
                 if !settings.quiet {
                     display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i]))
