@@ -18,6 +18,8 @@ let package = Package(
         .systemLibrary(name: "CFluidSynth", pkgConfig: "fluidsynth", providers: [.apt(["libfluidsynth-dev"])]),
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        // EBU R128 loudness, for --normalize.
+        .systemLibrary(name: "CEBUR128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
 
         // JSON, text and number formatting shared by the modules above the engine.
         .target(name: "SpinetSupport"),
@@ -32,7 +34,7 @@ let package = Package(
         .target(name: "SpinetSoundFont", dependencies: ["SpinetEngine", "SpinetMIDI", "CFluidSynth", "CFluidSynthRealtime"]),
         .target(name: "SpinetEffects", dependencies: ["SpinetSupport"]),
         .target(name: "SpinetSynth", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSupport"], exclude: ["PRESETS.md"]),
-        .target(name: "SpinetFile", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSupport", "CSndFile"]),
+        .target(name: "SpinetFile", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSupport", "CSndFile", "CEBUR128"]),
         .target(name: "SpinetALSA", dependencies: ["CALSA", "SpinetEngine", "SpinetMIDI", "SpinetFile", "SpinetSupport"]),
         .executableTarget(name: "spinet", dependencies: [
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetALSA", "SpinetSupport",
@@ -55,6 +57,6 @@ let package = Package(
         .testTarget(name: "SpinetSupportTests", dependencies: ["SpinetSupport"]),
         .testTarget(name: "SpinetEffectsTests", dependencies: ["SpinetEffects", "SpinetTestSupport"]),
         .testTarget(name: "SpinetALSATests", dependencies: ["SpinetALSA", "SpinetEngine", "SpinetMIDI", "CALSA", "SpinetTestSupport", "CRealtimeProbe"]),
-        .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport"]),
+        .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport", "CEBUR128"]),
     ]
 )

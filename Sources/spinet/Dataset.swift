@@ -25,6 +25,9 @@ struct DatasetOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Write one row per note: where it sounds in the output (frames and seconds), channel, key, velocity, program, bank, instrument; CSV, or JSON when FILE ends in .json. In batch mode, a directory: DIR/NAME.csv per input.", valueName: "file"))
     var notes: String?
 
+    @Option(parsing: .unconditional, help: ArgumentHelp("Bring the output to this integrated loudness (EBU R128, e.g. -23 or -14), keeping the limiter's ceiling; the summary shows what was measured and the gain applied.", valueName: "lufs"))
+    var normalize: Double?
+
     /// Options that only make sense for a batch.
     var asksForBatch: Bool { from != nil || shard != nil || skipExisting || report != nil }
 

@@ -159,6 +159,13 @@ struct Render: ParsableCommand {
         s.chorus = fx.chorus
         s.delay = fx.delay
         s.equalizer = fx.equalizer
+        if let target = dataset.normalize {
+            guard (-70.0...0.0).contains(target) else {
+                throw Failure("--normalize \(target) is out of range; use an integrated loudness from -70 to 0 LUFS (e.g. -23 for EBU R128 broadcast, -14 for streaming)")
+            }
+            guard output != "-" else { throw Failure("--normalize measures the whole render before writing it; it cannot stream to standard output (-o -)") }
+            s.normalize = target
+        }
         // The --channel options, checked once here; port numbers are checked
         // again for each file, against the ports it uses.
         _ = try Self.applyAssignments(s.channelAssignments, to: OscillatorSynth(presets: s.presetBank, polyphony: 1), ports: 16,
@@ -223,7 +230,7 @@ struct Render: ParsableCommand {
         let result = try Self.renderFile(input, to: out, format: container, settings: settings, notes: notes,
                                          announceSoundFont: true, progress: bar, log: printError)
         if !quiet {
-            printError(Self.summary(result.report, seconds: result.seconds, target: target))
+            printError(Self.summary(result.report, seconds: result.seconds, target: target, loudness: result.loudness))
         }
     }
 
@@ -369,10 +376,18 @@ struct Render: ParsableCommand {
 
         progress.start(musicSeconds: Double(schedule.endFrame) / Double(rate))
         let start = DispatchTime.now()
-        let report: RenderReport
+        var report: RenderReport
+        // --normalize: the render goes to a spool first, the output once its loudness is known.
+        let normalizer: LoudnessNormalizer?
+        do { normalizer = try s.normalize.map { try LoudnessNormalizer(sampleRate: rate, target: $0) } } catch {
+            out.discard()
+            throw Failure("\(error)")
+        }
         do {
             report = try renderer.run(
-                sink: { l, r, n in try writer.write(left: l, right: r, frames: n) },
+                sink: { l, r, n in
+                    if let normalizer { try normalizer.append(left: l, right: r, frames: n) } else { try writer.write(left: l, right: r, frames: n) }
+                },
                 progress: { progress.update($0) },
                 shouldStop: { interruptRequested.load(ordering: .relaxed) })
         } catch let e as AudioFileError {
@@ -380,9 +395,13 @@ struct Render: ParsableCommand {
             out.discard()
             if writer.readerClosed { throw Failure("", status: 0) }   // e.g. `| head -c 100`
             throw Failure(e.description)
+        } catch let e as LoudnessNormalizer.Failure {
+            progress.finish()
+            out.discard()
+            throw Failure(e.description)
         }
         progress.finish()
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+        var seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
         for line in Set(SoundFontUnit.drainRenderThreadMessages()).sorted() where !s.quiet {
             log("spinet: FluidSynth: \(line)")
         }
@@ -395,6 +414,25 @@ struct Render: ParsableCommand {
         if report.peakDBFS < renderer.options.silenceDBFS {
             out.discard()
             throw Failure("the render of \(input) is silent (no SoundFont preset for its programs, or every volume at 0); no output written")
+        }
+        var loudness: LoudnessNormalizer.Result?
+        if let normalizer {
+            do {
+                var peak: Float = 0
+                loudness = try normalizer.finish { l, r, n in
+                    for i in 0..<n { peak = max(peak, abs(l[i]), abs(r[i])) }
+                    try writer.write(left: l, right: r, frames: n)
+                }
+                report.peak = peak
+                if let l = loudness, abs(l.output - normalizer.target) > 0.1, !s.quiet {
+                    log("spinet: warning: \(input): --normalize " + formatted("%g", normalizer.target)
+                        + formatted(": the limiter's ceiling holds this render at %.1f LUFS (%+.1f dB of gain)", l.output, l.gainDB))
+                }
+                seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+            } catch {
+                out.discard()
+                throw (error as? Failure) ?? Failure("\(error)")
+            }
         }
         do {
             try writer.close()
@@ -423,7 +461,7 @@ struct Render: ParsableCommand {
             notes?.discard()
             throw (error as? Failure) ?? Failure("\(error)")
         }
-        return FileRender(report: report, seconds: seconds)
+        return FileRender(report: report, seconds: seconds, loudness: loudness)
     }
 
     /// Writes a small text file's temporary file (committed by the caller).
@@ -555,7 +593,7 @@ struct Render: ParsableCommand {
         return formatted("%ld:%04.1f", m, s - Double(m * 60))
     }
 
-    static func summary(_ r: RenderReport, seconds: Double, target: String) -> String {
+    static func summary(_ r: RenderReport, seconds: Double, target: String, loudness: LoudnessNormalizer.Result? = nil) -> String {
         let rate = Double(r.sampleRate)
         let music = Double(r.musicFrames) / rate
         let total = Double(r.outputFrames) / rate
@@ -566,7 +604,9 @@ struct Render: ParsableCommand {
         let dest = target == "-" ? "standard output" : target
         return "Rendered \(clock(music)) of music + " + formatted("%.1f s tail", tail) + capped
             + formatted(" in %.2f s (%.1fx real time)", seconds, speed)
-            + "; peak \(peak), \(r.peakVoices) voices at most, \(r.droppedEvents) events dropped -> \(dest)"
+            + "; peak \(peak), \(r.peakVoices) voices at most, \(r.droppedEvents) events dropped"
+            + (loudness.map { formatted("; loudness %.1f LUFS, %+.1f dB to %.1f LUFS", $0.measured, $0.gainDB, $0.output) } ?? "")
+            + " -> \(dest)"
     }
 }
 
@@ -596,6 +636,8 @@ struct RenderSettings: Sendable {
     var chorus: ChorusPreset?
     var delay: DelayPreset?
     var equalizer: Equalizer.Parameters?
+    /// --normalize: the integrated loudness to bring each output to, in LUFS.
+    var normalize: Double?
 }
 
 /// What one file's render did.
@@ -603,6 +645,8 @@ struct FileRender: Sendable {
     var report: RenderReport
     /// Wall time of the render itself.
     var seconds: Double
+    /// What --normalize measured and did.
+    var loudness: LoudnessNormalizer.Result? = nil
 }
 
 /// Follows one file's render: `start` once its length is known, `update`

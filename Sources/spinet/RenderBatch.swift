@@ -286,7 +286,7 @@ struct BatchJob: Sendable {
                 report?.add(input: input, outputs: [targets[i]] + (notes.map { [$0.target] } ?? []), status: "rendered", render: r)
                 display.fileDone(slot: slot, estimate: estimates[i])
                 if !settings.quiet {
-                    display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i]))
+                    display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i], loudness: r.loudness))
                 }
             } catch let f as Failure where f.status == 130 {
                 batch.interrupted()

@@ -1,0 +1,159 @@
+import CEBUR128
+import Glibc
+import SpinetEngine
+
+/// `--normalize LUFS`: the render brought to an integrated loudness (EBU
+/// R128, measured by libebur128) with the limiter's ceiling kept.
+///
+/// The render is spooled as 32-bit float to an anonymous temporary file
+/// while its loudness is measured. Then the spool is played back through the
+/// gain and a fresh look-ahead limiter (the engine's, same ceiling and knee:
+/// bit-transparent below the knee, so a quieter render is only scaled), and
+/// measured again; where the limiter took loudness away, the gain is raised
+/// by what is missing and the playback repeats (at most `maxPasses`). Only
+/// the last playback goes to the output. Everything is deterministic.
+public final class LoudnessNormalizer {
+    public let sampleRate: Int
+    public let target: Double
+    public let ceilingDBFS: Double
+    /// How close the result must come to the target, in LU.
+    public static let tolerance = 0.05
+    static let maxPasses = 4
+    static let chunk = 4096
+
+    private let spool: UnsafeMutablePointer<FILE>
+    private var meter: UnsafeMutablePointer<ebur128_state>?
+    private var interleaved: [Float] = []
+    public private(set) var frames: Int64 = 0
+
+    /// What the normalization did, for the summary line.
+    public struct Result: Sendable {
+        /// Integrated loudness of the render before, and of the output.
+        public var measured: Double
+        public var output: Double
+        public var gainDB: Double
+        /// Playbacks through the limiter it took.
+        public var passes: Int
+    }
+
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        public var description: String
+    }
+
+    public init(sampleRate: Int, target: Double, ceilingDBFS: Double = -1) throws(Failure) {
+        self.sampleRate = sampleRate
+        self.target = target
+        self.ceilingDBFS = ceilingDBFS
+        guard let f = tmpfile() else {
+            throw Failure(description: "--normalize needs a temporary file: \(String(cString: strerror(errno))) (set TMPDIR to a directory with room)")
+        }
+        spool = f
+        meter = ebur128_init(2, UInt(sampleRate), Int32(EBUR128_MODE_I.rawValue))
+        guard meter != nil else { fclose(f); throw Failure(description: "--normalize: libebur128 could not start") }
+    }
+
+    deinit {
+        fclose(spool)
+        if meter != nil { ebur128_destroy(&meter) }
+    }
+
+    /// Takes rendered frames (a render's sink).
+    public func append(left: UnsafePointer<Float>, right: UnsafePointer<Float>, frames n: Int) throws(Failure) {
+        guard n > 0 else { return }
+        if interleaved.count < 2 * n { interleaved = [Float](repeating: 0, count: 2 * n) }
+        for i in 0..<n {
+            interleaved[2 * i] = left[i]
+            interleaved[2 * i + 1] = right[i]
+        }
+        let written = interleaved.withUnsafeBufferPointer { b -> Int in
+            ebur128_add_frames_float(meter, b.baseAddress, n)
+            return fwrite(b.baseAddress, MemoryLayout<Float>.size * 2, n, spool)
+        }
+        guard written == n else {
+            throw Failure(description: "--normalize: writing the temporary file failed: \(String(cString: strerror(errno))) (set TMPDIR to a directory with room)")
+        }
+        frames += Int64(n)
+    }
+
+    /// Integrated loudness of what was appended (-inf for silence).
+    public var measuredLoudness: Double {
+        var out = -Double.infinity
+        _ = ebur128_loudness_global(meter, &out)
+        return out
+    }
+
+    public typealias Sink = (UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void
+
+    /// Plays the spool back at the target loudness into `sink`.
+    public func finish(sink: Sink) throws -> Result {
+        let measured = measuredLoudness
+        guard measured.isFinite else {
+            throw Failure(description: "--normalize: the render has no loudness to measure (it is silent or shorter than 0.4 s)")
+        }
+        var gain = target - measured
+        var output = measured
+        var passes = 0
+        // Measuring passes: only the loudness is kept.
+        while passes < Self.maxPasses - 1 {
+            passes += 1
+            output = try play(gainDB: gain, sink: nil)
+            let missing = target - output
+            if abs(missing) <= Self.tolerance { break }
+            gain += missing
+        }
+        // The pass that writes.
+        passes += 1
+        output = try withoutActuallyEscaping(sink) { try play(gainDB: gain, sink: $0) }
+        return Result(measured: measured, output: output, gainDB: gain, passes: passes)
+    }
+
+    /// One playback of the spool through the gain and the limiter; returns its loudness.
+    private func play(gainDB: Double, sink: Sink?) throws -> Double {
+        guard fseeko(spool, 0, SEEK_SET) == 0 else {
+            throw Failure(description: "--normalize: cannot read the temporary file back")
+        }
+        var limiter = Limiter(sampleRate: Double(sampleRate), ceilingDBFS: ceilingDBFS)
+        defer { limiter.deallocate() }
+        var state = ebur128_init(2, UInt(sampleRate), Int32(EBUR128_MODE_I.rawValue))
+        defer { ebur128_destroy(&state) }
+        let g = Float(pow(10, gainDB / 20))
+        let n = Self.chunk
+        var raw = [Float](repeating: 0, count: 2 * n)
+        var left = [Float](repeating: 0, count: n), right = [Float](repeating: 0, count: n)
+        var out = [Float](repeating: 0, count: 2 * n)
+        var remaining = frames
+        var skip = limiter.lookahead          // the limiter delays by its look-ahead
+        var flush = limiter.lookahead         // zeros that push the last frames out
+        while remaining > 0 || flush > 0 {
+            var m: Int
+            if remaining > 0 {
+                m = Int(min(Int64(n), remaining))
+                let got = raw.withUnsafeMutableBufferPointer { fread($0.baseAddress, MemoryLayout<Float>.size * 2, m, spool) }
+                guard got == m else { throw Failure(description: "--normalize: the temporary file was cut short") }
+                for i in 0..<m { left[i] = raw[2 * i] * g; right[i] = raw[2 * i + 1] * g }
+                remaining -= Int64(m)
+            } else {
+                m = min(n, flush)
+                for i in 0..<m { left[i] = 0; right[i] = 0 }
+                flush -= m
+            }
+            left.withUnsafeMutableBufferPointer { l in
+                right.withUnsafeMutableBufferPointer { r in limiter.process(left: l.baseAddress!, right: r.baseAddress!, frames: m) }
+            }
+            let drop = min(skip, m)
+            skip -= drop
+            let k = m - drop
+            guard k > 0 else { continue }
+            for i in 0..<k { out[2 * i] = left[drop + i]; out[2 * i + 1] = right[drop + i] }
+            out.withUnsafeBufferPointer { _ = ebur128_add_frames_float(state, $0.baseAddress, k) }
+            if let sink {
+                try left.withUnsafeBufferPointer { l in
+                    try right.withUnsafeBufferPointer { r in try sink(l.baseAddress! + drop, r.baseAddress! + drop, k) }
+                }
+            }
+        }
+        var loudness = -Double.infinity
+        _ = ebur128_loudness_global(state, &loudness)
+        return loudness
+    }
+}
