@@ -220,7 +220,8 @@ struct Render: ParsableCommand {
             throw Failure("\(input): \(error.description)")
         }
         let schedule = file.schedule(sampleRate: rate)
-        let allWarnings = file.warnings + schedule.warnings
+        // The schedule carries the file's warnings (and only those): each once.
+        let allWarnings = schedule.warnings
         if !s.quiet {
             for w in allWarnings.prefix(5) { log("spinet: warning: \(input): \(w.description)") }
             if allWarnings.count > 5 { log("spinet: warning: \(input): \(allWarnings.count - 5) more warnings") }
