@@ -449,7 +449,9 @@ struct Render: ParsableCommand {
         let dest = target == "-" ? "standard output" : target
         return "Rendered \(clock(music)) of music + " + formatted("%.1f s tail", tail) + capped
             + formatted(" in %.2f s (%.1fx real time)", seconds, speed)
-            + "; peak \(peak), \(r.peakVoices) voices at most, \(r.droppedEvents) events dropped -> \(dest)"
+            + "; peak \(peak), \(r.peakVoices) voices at most, \(r.droppedEvents) events dropped"
+            + (r.skippedSysEx > 0 ? ", \(r.skippedSysEx) SysEx \(r.skippedSysEx == 1 ? "message" : "messages") over 64 KB skipped" : "")
+            + " -> \(dest)"
     }
 }
 
