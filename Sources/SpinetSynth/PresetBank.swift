@@ -32,6 +32,16 @@ public struct PresetBank: Sendable, Equatable {
         }
     }()
 
+    /// What a synth plays when its bank has no presets: one preset named
+    /// `default`, program 0, with the defaults of PRESETS.md.
+    public static let fallback: PresetBank = {
+        do {
+            return try PresetBank(presets: [Preset(name: "default", program: 0)])
+        } catch {
+            fatalError("the default preset is invalid: \(error)")
+        }
+    }()
+
     /// A bank of the given presets; throws on invalid values, duplicate
     /// names or duplicate program numbers.
     public init(presets: [Preset]) throws(PresetError) {
