@@ -67,6 +67,7 @@ public struct PresetBank: Sendable, Equatable {
     /// Reads a preset file (see the type's documentation). Not on the render thread.
     public init(jsonFile path: String) throws(PresetError) {
         let text: String
+        if let problem = RegularFile.problem(path, hint: "a preset file is a JSON file") { throw PresetError(problem) }
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
             guard let s = String(data: data, encoding: .utf8) else {

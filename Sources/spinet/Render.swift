@@ -152,10 +152,15 @@ struct Render: ParsableCommand {
     /// `fonts`, or the default SoundFont when none is given; an error saying
     /// how to get one when there is none.
     static func fontsOrDefault(_ fonts: [String]) throws -> [String] {
+        // Checked before anything opens a font: open() on a FIFO blocks.
+        for font in fonts {
+            if let problem = RegularFile.problem(font, hint: "a SoundFont is an .sf2 or .sf3 file") { throw Failure(problem) }
+        }
         if !fonts.isEmpty { return fonts }
         guard let found = SoundFontLocator.defaultSoundFont() else {
             throw Failure("no SoundFont found; pass one with --soundfont PATH, or install one (sudo apt-get install fluid-soundfont-gm)")
         }
+        if let problem = RegularFile.problem(found, hint: "a SoundFont is an .sf2 or .sf3 file (check $SPINET_SOUNDFONT)") { throw Failure(problem) }
         return [found]
     }
 
