@@ -34,10 +34,10 @@ struct Render: ParsableCommand {
         """
     )
 
-    @Argument(help: ArgumentHelp("The Standard MIDI File(s) to render (.mid, .midi, .kar, .rmi).", valueName: "input"))
+    @Argument(help: ArgumentHelp("The Standard MIDI File(s) to render (.mid, .midi, .kar, .rmi; - reads standard input, with -o).", valueName: "input"))
     var inputs: [String]
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Output file, or - for standard output (default: the input's name with .wav). In batch mode, the directory for the outputs (created if missing).", valueName: "output"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("Output file, or - for standard output (default: the input's name with .wav; required for standard input, a FIFO or a device). In batch mode, the directory for the outputs (created if missing).", valueName: "output"))
     var output: String?
 
     @Option(name: .customLong("soundfont"), help: ArgumentHelp("A SoundFont (.sf2/.sf3); repeat to stack fonts, later ones over earlier ones.", valueName: "path"))
@@ -177,6 +177,7 @@ struct Render: ParsableCommand {
     private func renderSingle() throws {
         let settings = try settings(batch: false)
         let input = inputs[0]
+        if output == nil, let problem = Self.noDerivedName(input) { throw Failure(problem) }
         let target = output ?? Self.defaultOutput(for: input)
         let container: AudioFileFormat
         if let format {
@@ -220,10 +221,11 @@ struct Render: ParsableCommand {
         // 1. The MIDI file.
         let file: MIDIFile
         do {
-            file = try MIDIFile(path: input)
+            file = try input == "-" ? MIDIFile(fileDescriptor: STDIN_FILENO) : MIDIFile(path: input)
         } catch {
-            throw Failure("\(input): \(error.description)")
+            throw Failure("\(input == "-" ? "standard input" : input): \(error.description)")
         }
+        let input = input == "-" ? "standard input" : input
         let schedule = file.schedule(sampleRate: rate)
         // The schedule carries the file's warnings (and only those): each once.
         let allWarnings = schedule.warnings
@@ -430,6 +432,26 @@ struct Render: ParsableCommand {
             }
         }
         return synthChannels
+    }
+
+    /// Why no output name can be derived from `input` (nil: it can): standard
+    /// input has no name, and a FIFO's or a device's name (`/dev/stdin`)
+    /// gives none a file should have.
+    static func noDerivedName(_ input: String) -> String? {
+        if input == "-" {
+            return "reading standard input (-) needs an output: pass -o FILE, or -o - to stream WAV to standard output"
+        }
+        if isStream(input) {
+            return "\(input) is not a regular file (standard input, a FIFO or a device), so no output name can be made from it: pass -o FILE, or -o - to stream WAV to standard output"
+        }
+        return nil
+    }
+
+    /// Standard input, a FIFO, a device, or a name under /dev or /proc
+    /// (`/dev/stdin` is a regular file when the shell redirects one to it).
+    static func isStream(_ input: String) -> Bool {
+        input == "-" || (!RegularFile.isRegular(input) && access(input, F_OK) == 0)
+            || (input.hasPrefix("/dev/") && !input.hasPrefix("/dev/shm/")) || input.hasPrefix("/proc/")
     }
 
     static func defaultOutput(for input: String) -> String {
