@@ -12,6 +12,9 @@ public struct RenderReport: Sendable {
     public var peak: Float
     public var peakVoices: Int
     public var droppedEvents: Int
+    /// SysEx messages longer than the engine passes on (`Engine.Configuration.maxSysExBytes`),
+    /// skipped: Spinet acts on none of them (sample dumps and the like).
+    public var skippedSysEx: Int = 0
     public var lateEvents: Int
     /// True when the tail was cut (with a fade) at the cap because sound never decayed.
     public var tailCapped: Bool
@@ -147,6 +150,12 @@ public final class OfflineRenderer {
         let take = { output.take() }
 
         var next = 0
+        var skippedSysEx = 0
+        // A SysEx longer than the engine passes on would only be dropped there,
+        // and one longer than the queue's byte ring could never be pushed:
+        // retrying it would render one frame at a time forever. It is skipped
+        // here, and counted.
+        let longestSysEx = min(engine.configuration.maxSysExBytes, queue.byteCapacity)
         var nextTempo = 0
         let tempos = schedule.tempoChanges
         var rendered: Int64 = 0          // engine frames whose units are rendered
@@ -174,7 +183,14 @@ public final class OfflineRenderer {
                     let ok: Bool
                     switch e.kind {
                     case .message(let m): ok = queue.push(EngineEvent(frame: e.frame, m))
-                    case .sysEx(let i): ok = queue.pushSysEx(frame: e.frame, schedule.sysEx[i])
+                    case .sysEx(let i):
+                        let length = schedule.sysEx[i].count
+                        if length == 0 || length > longestSysEx {
+                            skippedSysEx += 1
+                            next += 1
+                            continue
+                        }
+                        ok = queue.pushSysEx(frame: e.frame, schedule.sysEx[i])
                     }
                     if !ok { break }
                     next += 1
@@ -218,6 +234,6 @@ public final class OfflineRenderer {
         let stats = engine.statistics
         return RenderReport(sampleRate: schedule.sampleRate, musicFrames: musicEnd, outputFrames: written,
                             peak: peak, peakVoices: stats.peakVoices, droppedEvents: stats.droppedEvents,
-                            lateEvents: stats.lateEvents, tailCapped: tailCapped, interrupted: interrupted)
+                            skippedSysEx: skippedSysEx + stats.oversizeSysEx, lateEvents: stats.lateEvents, tailCapped: tailCapped, interrupted: interrupted)
     }
 }

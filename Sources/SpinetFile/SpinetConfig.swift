@@ -72,6 +72,9 @@ public struct SpinetConfig: Equatable, Sendable {
             if explicitPath != nil { throw ConfigError(description: "config \(path): no such file") }
             return SpinetConfig()
         }
+        if let problem = RegularFile.problem(path, hint: "a config file is a JSON file") {
+            throw ConfigError(description: "config " + problem)
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigError(description: "config \(path): cannot read it")
         }

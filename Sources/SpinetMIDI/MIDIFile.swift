@@ -50,33 +50,80 @@ public struct MIDIFile: Sendable {
         self = try reader.read()
     }
 
+    /// The largest MIDI file Spinet reads: 256 MB. Real files are rarely over
+    /// a few MB (a long sample dump a few dozen); a larger input is almost
+    /// certainly not a MIDI file, and reading it whole would take its size in
+    /// memory several times over.
+    public static let maxFileBytes = 256 << 20
+
     /// Reads and parses the file at `path`. A file that cannot be read gives a
     /// `MIDIFileError` at offset 0 whose reason is "cannot read file: " and the
-    /// system's explanation.
+    /// system's explanation. At most `maxFileBytes` are read, from a regular
+    /// file or from a pipe or device alike, and the first bytes are checked
+    /// for a MIDI header before the rest is read.
     public init(path: String) throws(MIDIFileError) {
-        let bytes = try Self.readWholeFile(path)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw MIDIFileError(offset: 0, reason: "cannot read file: " + String(cString: strerror(errno)))
+        }
+        defer { close(fd) }
+        try self.init(fileDescriptor: fd)
+    }
+
+    /// Reads and parses a MIDI file from an open descriptor (a file, a pipe,
+    /// standard input), with the bounds of `init(path:)`. The descriptor is
+    /// left open.
+    public init(fileDescriptor fd: Int32) throws(MIDIFileError) {
+        let bytes = try Self.readBounded(fd, limit: Self.maxFileBytes)
         try self.init(bytes: bytes)
     }
 
-    /// Reads with open/read rather than Foundation so the error can carry the
+    /// Reads with read(2) rather than Foundation so the error can carry the
     /// system's own words (errno), and so that pipes and devices work too.
-    private static func readWholeFile(_ path: String) throws(MIDIFileError) -> [UInt8] {
+    /// Refuses, before reading further, a start that is neither "MThd" nor
+    /// "RIFF", and anything longer than `limit` bytes (a regular file by its
+    /// size, a stream once it passes the limit), so /dev/zero, a 3 GB file
+    /// or an endless pipe cost at most `limit` bytes and never hang.
+    static func readBounded(_ fd: Int32, limit: Int) throws(MIDIFileError) -> [UInt8] {
         func failure() -> MIDIFileError {
             MIDIFileError(offset: 0, reason: "cannot read file: " + String(cString: strerror(errno)))
         }
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw failure() }
-        defer { close(fd) }
+        func tooLarge(_ size: Int?) -> MIDIFileError {
+            let what = size.map { "\($0) bytes long" } ?? "longer than \(limit) bytes"
+            return MIDIFileError(offset: limit, reason: "the input is \(what); Spinet reads MIDI files of at most \(limit >> 20) MB, so this is not one it can play")
+        }
+        var st = stat()
+        var knownSize: Int?
+        if fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG {
+            knownSize = Int(st.st_size)
+        }
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var checkedHeader = false
         while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            // Read the header alone first, then in chunks up to one byte past the limit.
+            let want = checkedHeader ? min(chunk.count, limit + 1 - result.count) : 4 - result.count
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, want) }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw failure()
             }
             if n == 0 { break }
+            // A stream grows the array by doubling; near the limit, grow it to
+            // the limit at once rather than to twice the limit.
+            if result.count + n > result.capacity && result.capacity >= limit / 2 { result.reserveCapacity(limit + 1) }
             result.append(contentsOf: chunk[0..<n])
+            if !checkedHeader && result.count >= 4 {
+                checkedHeader = true
+                let tag = Array(result[0..<4])
+                guard tag == Array("MThd".utf8) || tag == Array("RIFF".utf8) else {
+                    // The reader words this error; the rest of the input is never read.
+                    return result
+                }
+                if let knownSize, knownSize > limit { throw tooLarge(knownSize) }
+                if let knownSize { result.reserveCapacity(knownSize) }
+            }
+            if result.count > limit { throw tooLarge(knownSize) }
         }
         return result
     }

@@ -30,7 +30,14 @@ enum FluidLog {
             // Debug and info chatter is not for users.
             guard level <= Int32(FLUID_WARN.rawValue) else { return }
             let text = String(cString: message)
-            FluidLog.collected.withLock { $0.append(text) }
+            // Only the last few are ever read (a loader names the last one).
+            // Bounded: a render thread that is not the marked one (a second
+            // offline render thread) can raise a warning for every note, and
+            // 30,000 simultaneous notes used to keep 600 MB of them.
+            FluidLog.collected.withLock { list in
+                if list.count >= 64 { list.removeFirst() }
+                list.append(text)
+            }
         }
         for level in [FLUID_PANIC, FLUID_ERR, FLUID_WARN, FLUID_INFO, FLUID_DBG] {
             fluid_set_log_function(Int32(level.rawValue), handler, nil)

@@ -211,8 +211,9 @@ public final class OscillatorSynth: InstrumentUnit {
     ///   - mpe: an MPE lower zone on the first port from the start; an MPE
     ///     Configuration Message can set or change zones later either way.
     public init(presets: PresetBank = .factory, polyphony: Int = 64, mpe: MPEZone? = nil) {
-        precondition(!presets.presets.isEmpty, "a synth needs at least one preset")
-        bank = presets
+        // A bank with no presets (`"base": "empty", "presets": []`) is valid:
+        // the synth then has one preset, `default`, with PRESETS.md's defaults.
+        bank = presets.presets.isEmpty ? .fallback : presets
         self.polyphony = max(1, min(polyphony, Self.maximumPolyphony))
         initialMPE = mpe
         tables = SampleRateTables.placeholder.view

@@ -32,6 +32,16 @@ public struct PresetBank: Sendable, Equatable {
         }
     }()
 
+    /// What a synth plays when its bank has no presets: one preset named
+    /// `default`, program 0, with the defaults of PRESETS.md.
+    public static let fallback: PresetBank = {
+        do {
+            return try PresetBank(presets: [Preset(name: "default", program: 0)])
+        } catch {
+            fatalError("the default preset is invalid: \(error)")
+        }
+    }()
+
     /// A bank of the given presets; throws on invalid values, duplicate
     /// names or duplicate program numbers.
     public init(presets: [Preset]) throws(PresetError) {
@@ -57,6 +67,7 @@ public struct PresetBank: Sendable, Equatable {
     /// Reads a preset file (see the type's documentation). Not on the render thread.
     public init(jsonFile path: String) throws(PresetError) {
         let text: String
+        if let problem = RegularFile.problem(path, hint: "a preset file is a JSON file") { throw PresetError(problem) }
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
             guard let s = String(data: data, encoding: .utf8) else {

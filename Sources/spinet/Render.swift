@@ -34,10 +34,10 @@ struct Render: ParsableCommand {
         """
     )
 
-    @Argument(help: ArgumentHelp("The Standard MIDI File(s) to render (.mid, .midi, .kar, .rmi).", valueName: "input"))
+    @Argument(help: ArgumentHelp("The Standard MIDI File(s) to render (.mid, .midi, .kar, .rmi; - reads standard input, with -o).", valueName: "input"))
     var inputs: [String] = []
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Output file, or - for standard output (default: the input's name with .wav). In batch mode, the directory for the outputs (created if missing).", valueName: "output"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("Output file, or - for standard output (default: the input's name with .wav; required for standard input, a FIFO or a device). In batch mode, the directory for the outputs (created if missing).", valueName: "output"))
     var output: String?
 
     @Option(name: .customLong("soundfont"), help: ArgumentHelp("A SoundFont (.sf2/.sf3); repeat to stack fonts, later ones over earlier ones.", valueName: "path"))
@@ -176,10 +176,15 @@ struct Render: ParsableCommand {
     /// `fonts`, or the default SoundFont when none is given; an error saying
     /// how to get one when there is none.
     static func fontsOrDefault(_ fonts: [String]) throws -> [String] {
+        // Checked before anything opens a font: open() on a FIFO blocks.
+        for font in fonts {
+            if let problem = RegularFile.problem(font, hint: "a SoundFont is an .sf2 or .sf3 file") { throw Failure(problem) }
+        }
         if !fonts.isEmpty { return fonts }
         guard let found = SoundFontLocator.defaultSoundFont() else {
             throw Failure("no SoundFont found; pass one with --soundfont PATH, or install one (sudo apt-get install fluid-soundfont-gm)")
         }
+        if let problem = RegularFile.problem(found, hint: "a SoundFont is an .sf2 or .sf3 file (check $SPINET_SOUNDFONT)") { throw Failure(problem) }
         return [found]
     }
 
@@ -196,6 +201,7 @@ struct Render: ParsableCommand {
     private func renderSingle() throws {
         let settings = try settings(batch: false)
         let input = inputs[0]
+        if output == nil, let problem = Self.noDerivedName(input) { throw Failure(problem) }
         let target = output ?? Self.defaultOutput(for: input)
         let container: AudioFileFormat
         if let format {
@@ -245,12 +251,14 @@ struct Render: ParsableCommand {
         // 1. The MIDI file.
         let file: MIDIFile
         do {
-            file = try MIDIFile(path: input)
+            file = try input == "-" ? MIDIFile(fileDescriptor: STDIN_FILENO) : MIDIFile(path: input)
         } catch {
-            throw Failure("\(input): \(error.description)")
+            throw Failure("\(input == "-" ? "standard input" : input): \(error.description)")
         }
+        let input = input == "-" ? "standard input" : input
         let schedule = file.schedule(sampleRate: rate)
-        let allWarnings = file.warnings + schedule.warnings
+        // The schedule carries the file's warnings (and only those): each once.
+        let allWarnings = schedule.warnings
         if !s.quiet {
             for w in allWarnings.prefix(5) { log("spinet: warning: \(input): \(w.description)") }
             if allWarnings.count > 5 { log("spinet: warning: \(input): \(allWarnings.count - 5) more warnings") }
@@ -582,6 +590,26 @@ struct Render: ParsableCommand {
         return synthChannels
     }
 
+    /// Why no output name can be derived from `input` (nil: it can): standard
+    /// input has no name, and a FIFO's or a device's name (`/dev/stdin`)
+    /// gives none a file should have.
+    static func noDerivedName(_ input: String) -> String? {
+        if input == "-" {
+            return "reading standard input (-) needs an output: pass -o FILE, or -o - to stream WAV to standard output"
+        }
+        if isStream(input) {
+            return "\(input) is not a regular file (standard input, a FIFO or a device), so no output name can be made from it: pass -o FILE, or -o - to stream WAV to standard output"
+        }
+        return nil
+    }
+
+    /// Standard input, a FIFO, a device, or a name under /dev or /proc
+    /// (`/dev/stdin` is a regular file when the shell redirects one to it).
+    static func isStream(_ input: String) -> Bool {
+        input == "-" || (!RegularFile.isRegular(input) && access(input, F_OK) == 0)
+            || (input.hasPrefix("/dev/") && !input.hasPrefix("/dev/shm/")) || input.hasPrefix("/proc/")
+    }
+
     static func defaultOutput(for input: String) -> String {
         let url = URL(fileURLWithPath: input)
         return url.deletingPathExtension().appendingPathExtension("wav").path
@@ -605,6 +633,7 @@ struct Render: ParsableCommand {
         return "Rendered \(clock(music)) of music + " + formatted("%.1f s tail", tail) + capped
             + formatted(" in %.2f s (%.1fx real time)", seconds, speed)
             + "; peak \(peak), \(r.peakVoices) voices at most, \(r.droppedEvents) events dropped"
+            + (r.skippedSysEx > 0 ? ", \(r.skippedSysEx) SysEx \(r.skippedSysEx == 1 ? "message" : "messages") over 64 KB skipped" : "")
             + (loudness.map { formatted("; loudness %.1f LUFS, %+.1f dB to %.1f LUFS", $0.measured, $0.gainDB, $0.output) } ?? "")
             + " -> \(dest)"
     }

@@ -49,7 +49,12 @@ extension Render {
             throw Failure("--jobs \(jobCount) is out of range; use 1 to \(Self.maxJobs)")
         }
 
-        // 2. Where each output goes.
+        // 2. Where each output goes: each name is made from its input's, so
+        // every input must be a regular file (not standard input, a FIFO or a device).
+        for input in inputs where Self.isStream(input) {
+            let name = input == "-" ? "standard input (-)" : input
+            throw Failure("\(name) is not a regular file (standard input, a FIFO or a device); batch mode names each output after its input, so render it alone with -o FILE")
+        }
         var directory: String?
         if let output {
             var dir = output

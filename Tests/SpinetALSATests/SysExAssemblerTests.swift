@@ -65,6 +65,36 @@ final class SysExAssemblerTests: XCTestCase {
         XCTAssertEqual(feed(&a, [0xF0, 1, 2, 3, 4, 5, 6, 7, 0xF7], from: keyboard, into: &out), .tooLong(totalBytes: 9))
     }
 
+    /// Sample dumps are real: with the default bound (64 KB, what the
+    /// engine passes on) messages of any size, in 256-byte pieces as a raw
+    /// MIDI port delivers them or in one piece, are dropped with their size,
+    /// the memory used stays the fixed buffers, and the next message passes.
+    func testMessagesOfAnySizeOverTheDefaultBoundAreDropped() {
+        var a = SysExAssembler()
+        defer { a.deallocate() }
+        XCTAssertEqual(a.maxBytes, 65536)
+        for size in [65537, 70_000, 300_000, 2_000_000] {
+            var out: [[UInt8]] = []
+            var message = [UInt8](repeating: 0x55, count: size)
+            message[0] = 0xF0
+            message[size - 1] = 0xF7
+            var last = SysExAssembler.Outcome.incomplete
+            var at = 0
+            while at < size {
+                let end = min(at + 256, size)
+                last = feed(&a, Array(message[at..<end]), from: keyboard, into: &out)
+                at = end
+            }
+            XCTAssertEqual(last, .tooLong(totalBytes: size), "\(size) bytes in pieces")
+            XCTAssertTrue(out.isEmpty)
+            XCTAssertFalse(a.isPending(keyboard))
+            XCTAssertEqual(feed(&a, message, from: keyboard, into: &out), .tooLong(totalBytes: size), "\(size) bytes whole")
+            XCTAssertTrue(out.isEmpty)
+            _ = feed(&a, [0xF0, 0x7E, 0x7F, 0x09, 0x01, 0xF7], from: keyboard, into: &out)
+            XCTAssertEqual(out, [[0xF0, 0x7E, 0x7F, 0x09, 0x01, 0xF7]])
+        }
+    }
+
     func testStrayPieceAndRestartAndInterruption() {
         var a = SysExAssembler(maxBytes: 64)
         defer { a.deallocate() }

@@ -430,3 +430,58 @@ import Testing
     #expect(message.first == 0xF0 && message[1] == 0x43 && message.last == 0xF7)
     #expect(file.warnings.isEmpty)
 }
+
+// MARK: - Bounded reading (pipes, devices, huge files)
+
+/// A pipe holding `bytes`, its write end left open when `close` is false
+/// (a stream that has not ended).
+private func pipeHolding(_ bytes: [UInt8], close closeWriter: Bool) -> (read: Int32, write: Int32) {
+    var fds: [Int32] = [0, 0]
+    precondition(pipe(&fds) == 0)
+    _ = bytes.withUnsafeBytes { write(fds[1], $0.baseAddress, $0.count) }
+    if closeWriter { close(fds[1]); fds[1] = -1 }
+    return (fds[0], fds[1])
+}
+
+@Test func aStreamThatIsNotMIDIIsRefusedAfterItsFirstBytesWithoutWaitingForItsEnd() throws {
+    // Zeros that never end (the writer stays open): reading it whole would hang.
+    let p = pipeHolding([UInt8](repeating: 0, count: 4096), close: false)
+    defer { close(p.read); close(p.write) }
+    #expect(throws: MIDIFileError(offset: 0, reason: "not a Standard MIDI File (no MThd header)")) {
+        try MIDIFile(fileDescriptor: p.read)
+    }
+}
+
+@Test func aStreamLongerThanTheLimitIsRefused() throws {
+    let file = SMF.file([0x00, 0x90, 0x3C, 0x64, 0x60, 0x80, 0x3C, 0x00, 0x00, 0xFF, 0x2F, 0x00])
+    let p = pipeHolding(file + [UInt8](repeating: 0, count: 3000), close: true)
+    defer { close(p.read) }
+    #expect(throws: MIDIFileError.self) { try MIDIFileReaderBound.read(p.read, limit: 1000) }
+    // Within the limit, the same stream is read.
+    let q = pipeHolding(file, close: true)
+    defer { close(q.read) }
+    #expect(try MIDIFileReaderBound.read(q.read, limit: 1000).count == file.count)
+}
+
+@Test func aRegularFileLargerThanTheLimitIsRefusedByItsSizeBeforeItIsRead() throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("spinet-big-\(getpid()).mid").path
+    defer { unlink(path) }
+    let header = SMF.header()
+    FileManager.default.createFile(atPath: path, contents: Data(header))
+    // Sparse: 300 MB that take no disk space and would take 300 MB of memory if read.
+    #expect(truncate(path, off_t(300 << 20)) == 0)
+    do {
+        _ = try MIDIFile(path: path)
+        Issue.record("a 300 MB file was read")
+    } catch {
+        #expect(error.reason.contains("314572800 bytes long"))
+        #expect(error.reason.contains("256 MB"))
+    }
+    #expect(MIDIFile.maxFileBytes == 256 << 20)
+}
+
+private enum MIDIFileReaderBound {
+    static func read(_ fd: Int32, limit: Int) throws(MIDIFileError) -> [UInt8] {
+        try MIDIFile.readBounded(fd, limit: limit)
+    }
+}
