@@ -20,11 +20,13 @@ public enum SpinetCommand {
     }
 
     /// Runs spinet (or `program`) with `arguments` in `directory`; kills it after `timeout` seconds.
-    /// `interruptAfter` sends SIGINT once that many seconds have passed.
+    /// `interruptAfter` sends `signal` (SIGINT unless told) once that many
+    /// seconds have passed and `interruptWhen` (if given) returns true.
     /// The timeout only catches hangs: the demo render under AddressSanitizer
     /// on a busy 2-core machine has taken over 120 s.
     public static func run(_ arguments: [String], in directory: URL? = nil, timeout: Double = 400,
-                           interruptAfter: Double? = nil, environment: [String: String] = [:],
+                           interruptAfter: Double? = nil, signal: Int32 = SIGINT,
+                           interruptWhen: (() -> Bool)? = nil, environment: [String: String] = [:],
                            program: String? = nil) throws -> Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: program ?? executable)
@@ -47,8 +49,8 @@ public enum SpinetCommand {
         var interrupted = false
         while p.isRunning {
             let elapsed = Date().timeIntervalSince(start)
-            if let t = interruptAfter, !interrupted, elapsed >= t {
-                kill(p.processIdentifier, SIGINT)
+            if let t = interruptAfter, !interrupted, elapsed >= t, interruptWhen?() ?? true {
+                kill(p.processIdentifier, signal)
                 interrupted = true
             }
             if elapsed > timeout {
