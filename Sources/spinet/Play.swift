@@ -18,7 +18,9 @@ struct Play: ParsableCommand {
         input port per 16 channels. With --connect auto it connects every MIDI source \
         but Midi Through, also keyboards plugged in later. Each event is played at its \
         arrival time plus a fixed latency (periods x period + --safety, plus the \
-        limiter's 1.5 ms look-ahead), printed at start. Ctrl-C fades out and exits. \
+        limiter's 1.5 ms look-ahead), printed at start. Ctrl-C fades out and exits 0; \
+        SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM fade out and exit with 128 + \
+        the signal number. \
         To switch SoundFont while playing, type its path (and Enter) on standard input, \
         or send SIGHUP to reload the current one: notes already sounding ring on. \
         A source disconnected by hand (aconnect -d or -x) has its held notes released \
@@ -112,6 +114,11 @@ struct Play: ParsableCommand {
     }
 
     private func play() throws {
+        // Before any device or file is opened. SIGHUP reloads the SoundFont
+        // (see SoundFontRequests); every other stopping signal fades out and
+        // ends play, Ctrl-C with status 0, the others with 128 + the signal.
+        installInterruptHandlers(hangUp: false)
+        signal(SIGHUP, { _ in soundFontReloadRequested.store(true, ordering: .relaxed) })
         let settings: SpinetConfig
         do { settings = try SpinetConfig.load(explicitPath: config) } catch { throw Failure(error.description) }
         let soundFonts = self.soundFonts.isEmpty ? settings.soundFonts : self.soundFonts
@@ -239,7 +246,6 @@ struct Play: ParsableCommand {
         let totalLatency = Int(timing.latencyFrames) + engine.latencyFrames
         let timeline = AudioTimeline()
 
-        installInterruptHandlers()
         let memoryProblem = priority > 0 ? lockMemory() : nil
 
         // 7. Start: MIDI first (so nothing played at the start is lost), then audio.
@@ -369,6 +375,10 @@ struct Play: ParsableCommand {
                       elapsed, total.mean * 100, total.peak * 100, output.periodFrames, stats.peakVoices, output.xruns,
                       seqStats?.received ?? 0, seqStats?.kernelStamped ?? 0, dropped)
             + "\(why), \(stats.lateEvents) late; \(seqStats?.released ?? 0) held notes released\(recordLine)")
+        // Ctrl-C is how a player ends play: 0. A signal from elsewhere (a
+        // service manager's SIGTERM, SIGQUIT, ...) is told apart: 128 + it.
+        let stoppedBy = interruptSignal.load(ordering: .relaxed)
+        if stoppedBy != 0 && stoppedBy != SIGINT { throw Failure("", status: 128 + stoppedBy) }
     }
 
     /// Events lost anywhere on the way in: the engine queue was full, the
@@ -389,7 +399,6 @@ final class SoundFontRequests: @unchecked Sendable {
     init(current: [String]) {
         // A background job that reads its terminal would be stopped: read() fails instead.
         signal(SIGTTIN, SIG_IGN)
-        signal(SIGHUP, { _ in soundFontReloadRequested.store(true, ordering: .relaxed) })
         // Never joined: it waits in read() until the program ends.
         _ = NativeThread(name: "spinet-stdin") { [self] in
             var pending: [UInt8] = []
