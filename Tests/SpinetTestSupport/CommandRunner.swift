@@ -43,7 +43,15 @@ public enum SpinetCommand {
         let outData = LockedData(), errData = LockedData()
         out.fileHandleForReading.readabilityHandler = { outData.append($0.availableData) }
         err.fileHandleForReading.readabilityHandler = { errData.append($0.availableData) }
+        // Start the child with no signal blocked, as a shell does: the test
+        // runs on a Dispatch worker thread, which blocks SIGHUP, SIGQUIT,
+        // SIGUSR1... and a spawned child inherits its mask.
+        var all = sigset_t(), saved = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_UNBLOCK, &all, &saved)
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
         try p.run()
+        pthread_sigmask(SIG_SETMASK, &saved, nil)
         let start = Date()
         var timedOut = false
         var interrupted = false
