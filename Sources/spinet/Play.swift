@@ -18,9 +18,9 @@ struct Play: ParsableCommand {
         input port per 16 channels. With --connect auto it connects every MIDI source \
         but Midi Through, also keyboards plugged in later. Each event is played at its \
         arrival time plus a fixed latency (periods x period + --safety, plus the \
-        limiter's 1.5 ms look-ahead), printed at start. Ctrl-C fades out and exits 0; \
-        SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM fade out and exit with 128 + \
-        the signal number. \
+        limiter's 1.5 ms look-ahead), printed at start. The input ports appear once the \
+        audio runs. Ctrl-C fades out and exits 0; SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2 \
+        and SIGALRM fade out and exit with 128 + the signal number. \
         To switch SoundFont while playing, type its path (and Enter) on standard input, \
         or send SIGHUP to reload the current one: notes already sounding ring on. \
         A source disconnected by hand (aconnect -d or -x) has its held notes released \
@@ -248,14 +248,33 @@ struct Play: ParsableCommand {
 
         let memoryProblem = priority > 0 ? lockMemory() : nil
 
-        // 7. Start: MIDI first (so nothing played at the start is lost), then audio.
+        // 7. Start: the audio first, then MIDI. The input ports appear only
+        // once the audio thread has published where its frames meet the
+        // clock, so a note a DAW sends the moment it sees them is played at
+        // its arrival plus the latency, like any later one.
+        if benchNotes > 0 {
+            controlQueue.push(EngineEvent(frame: 0, .programChange(channel: 0, program: 19)))
+            for i in 0..<benchNotes {
+                controlQueue.push(EngineEvent(frame: 0, .noteOn(channel: 0, key: UInt8(24 + i % 96), velocity: 90)))
+            }
+        }
+        recorder?.start()
+        let scheduling = output.start(engine: engine, timeline: timeline, ring: recorder?.ring, priority: Int32(priority))
         if let sequencer {
+            // The first anchor comes once the device runs (its buffer filled):
+            // a few periods. A device that never starts fails within 5 s.
+            let deadline = monotonicSeconds() + 10
+            while timeline.read() == nil && output.failure == nil && !interruptRequested.load(ordering: .relaxed)
+                    && monotonicSeconds() < deadline {
+                usleep(1_000)
+            }
             let made: [MIDIPort]
             do {
                 made = try sequencer.start(connect: connectMode, queue: midiQueue, timeline: timeline, timing: timing,
                                            priority: priority > 0 ? Int32(max(1, priority - 5)) : 0,
                                            tempo: { bpm in engine.setTempo(beatsPerMinute: bpm) })
             } catch {
+                output.stop(drain: false)
                 throw Failure(error.description)
             }
             let inputs = sequencer.inputAddresses.map(\.description).joined(separator: ", ")
@@ -267,14 +286,6 @@ struct Play: ParsableCommand {
         say(formatted("Latency: %.1f ms from MIDI in to audio out (%ld x %ld frames buffer + %ld safety + %ld limiter look-ahead = %ld frames at %ld Hz)",
                    Double(totalLatency) * 1000 / sampleRate, output.periods, output.periodFrames, safetyFrames,
                    engine.latencyFrames, totalLatency, output.sampleRate))
-        if benchNotes > 0 {
-            controlQueue.push(EngineEvent(frame: 0, .programChange(channel: 0, program: 19)))
-            for i in 0..<benchNotes {
-                controlQueue.push(EngineEvent(frame: 0, .noteOn(channel: 0, key: UInt8(24 + i % 96), velocity: 90)))
-            }
-        }
-        recorder?.start()
-        let scheduling = output.start(engine: engine, timeline: timeline, ring: recorder?.ring, priority: Int32(priority))
         if case .refused(let e) = scheduling {
             say("spinet: warning: the audio thread has no real-time priority (\(String(cString: strerror(e)))), so sound may click when the machine is busy. "
                 + "To allow it: add '@audio - rtprio 95' and '@audio - memlock unlimited' to /etc/security/limits.d/audio.conf, "
