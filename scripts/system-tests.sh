@@ -18,6 +18,7 @@
 #                auto-connected; bytes written to it sound
 #   unsubscribe  a source disconnected mid-note, and one killed mid-note: no note left sounding
 #   sigint       Ctrl-C: exit status 0, fade-out (no click), --record file complete
+#   sigterm      the same with SIGTERM, but exit status 143 (128 + 15)
 #   flood        an event flood: audio keeps running, the drop counter reports
 #   switch       a new SoundFont is loaded while a note sounds: no break, the
 #                note's note-off still ends it, new notes play on the new font
@@ -84,10 +85,10 @@ start_spinet() {   # start_spinet ARGS... -> $SPINET (pid); waits until it plays
   echo "spinet did not start within 60 s" >> spinet.log; return 1
 }
 
-stop_spinet() {   # SIGINT, then the exit status and milliseconds to exit into $1
+stop_spinet() {   # SIGINT (or $2), then the exit status and milliseconds to exit into $1
   local t0 t1 rc
   t0=$(date +%s%N)
-  kill -INT "$SPINET"
+  kill -"${2:-INT}" "$SPINET"
   wait "$SPINET"; rc=$?
   t1=$(date +%s%N)
   echo "$rc $(( (t1 - t0) / 1000000 ))" > "${1:-exit.txt}"
@@ -149,16 +150,19 @@ guest_unsubscribe() {
   stop_spinet
 }
 
-guest_sigint() {
+guest_sigint() {   # guest_sigint [SIGNAL NAME]: also the sigterm scenario
+  local name=${2:-sigint}
   start_spinet --record record.wav || return 1
   warm_up
-  "${CAPTURE[@]}" -d 4 sigint.raw & local rec=$!
+  "${CAPTURE[@]}" -d 4 "$name.raw" & local rec=$!
   sleep 0.5
   midi 0 '\xc0\x13\x90\x48\x64'                 # organ note, held
   sleep 1.5
-  stop_spinet sigint-exit.txt
+  stop_spinet "$name-exit.txt" "${1:-INT}"
   wait $rec
 }
+
+guest_sigterm() { guest_sigint TERM sigterm; }
 
 guest_flood() {
   start_spinet || return 1
@@ -353,7 +357,7 @@ fi
 WORK=${SPINET_TEST_DIR:-$(mktemp -d /tmp/spinet-system-tests.XXXXXX)}
 mkdir -p "$WORK"
 SCENARIOS=("$@")
-((${#SCENARIOS[@]})) || SCENARIOS=(daw keyboard unsubscribe sigint flood switch sysex stop disconnect vanish clock early)
+((${#SCENARIOS[@]})) || SCENARIOS=(daw keyboard unsubscribe sigint sigterm flood switch sysex stop disconnect vanish clock early)
 passed=0 failed=0
 
 result() {   # result NAME OK LINE
@@ -410,16 +414,19 @@ for s in "${SCENARIOS[@]}"; do
     grep -q 'released' "$d/spinet.log" || { ok=1; line+="no release in the log; "; }
     result unsubscribe $ok "${line%; }"
     ;;
-  sigint)
-    vm sigint
-    read -r rc ms < "$d/sigint-exit.txt" 2>/dev/null || { rc=x; ms=x; }
+  sigint|sigterm)
+    vm $s
+    read -r rc ms < "$d/$s-exit.txt" 2>/dev/null || { rc=x; ms=x; }
+    # Ctrl-C ends play with 0; SIGTERM (a service manager's stop) with 128 + 15.
+    want=0; [[ $s == sigterm ]] && want=143
     # 200 ms on a real machine (about 30 ms measured on the host with --device null);
     # the emulated guest runs 20-60x slower, so it gets 2 s.
-    ok=0; line="exit status $rc after $ms ms (limit 2000 ms in the emulated guest)"
-    [[ $rc == 0 && $ms != x && $ms -le 2000 ]] || ok=1
-    check "$d" fade sigint.raw || ok=1; line+="; $out"
+    ok=0; line="exit status $rc (want $want) after $ms ms (limit 2000 ms in the emulated guest)"
+    [[ $rc == "$want" && $ms != x && $ms -le 2000 ]] || ok=1
+    check "$d" fade $s.raw || ok=1; line+="; $out"
     check "$d" wav record.wav --min-seconds 2 || ok=1; line+="; record $out"
-    result sigint $ok "$line"
+    ls -a "$d" | grep -q '^\.record\.wav\.spinet-' && { ok=1; line+="; a temporary record file was left"; }
+    result $s $ok "$line"
     ;;
   flood)
     # 40000 events in running status (2 bytes each): a burst well over the kernel's 2000-event pool.
@@ -556,7 +563,7 @@ for s in "${SCENARIOS[@]}"; do
     else result latency 1 "$out; Spinet printed $printed"; fi
     ;;
   *)
-    result "$s" 1 "no such scenario (daw keyboard unsubscribe sigint flood switch sysex stop disconnect vanish clock early latency)"
+    result "$s" 1 "no such scenario (daw keyboard unsubscribe sigint sigterm flood switch sysex stop disconnect vanish clock early latency)"
     continue ;;
   esac
   echo "     ($((SECONDS - start)) s; files in $d)" >&2
