@@ -119,6 +119,10 @@ struct Play: ParsableCommand {
         // ends play, Ctrl-C with status 0, the others with 128 + the signal.
         installInterruptHandlers(hangUp: false)
         signal(SIGHUP, { _ in soundFontReloadRequested.store(true, ordering: .relaxed) })
+        var hangUp = sigset_t()
+        sigemptyset(&hangUp)
+        sigaddset(&hangUp, SIGHUP)
+        pthread_sigmask(SIG_UNBLOCK, &hangUp, nil)   // even if the launcher blocked it
         let settings: SpinetConfig
         do { settings = try SpinetConfig.load(explicitPath: config) } catch { throw Failure(error.description) }
         let soundFonts = self.soundFonts.isEmpty ? settings.soundFonts : self.soundFonts

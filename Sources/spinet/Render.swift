@@ -562,8 +562,8 @@ func interruptDescription() -> String {
 /// false) asks the work to stop: the render loop removes its temporary
 /// file, play fades out. A second one removes every temporary file and
 /// exits at once. The handler is async-signal-safe: atomics, unlink, _exit.
-/// SIGQUIT included: left to the Swift runtime, it prints a crash report
-/// and the work goes on.
+/// (SIGQUIT left to the Swift runtime would print a crash report and let
+/// the work go on.)
 func installInterruptHandlers(hangUp: Bool = true) {
     signal(SIGPIPE, SIG_IGN)
     // Globals are initialized on first use: do it here, not in the handler.
