@@ -129,25 +129,11 @@ public final class SequencerClient: @unchecked Sendable {
         // A queue whose real time stamps every event as it reaches a port.
         queueID = snd_seq_alloc_named_queue(seq, "\(name) timestamps")
 
+        // The input ports are made by `start`, once the synth can sound:
+        // nothing can be sent to Spinet before then.
         var pinfo: OpaquePointer?
         snd_seq_port_info_malloc(&pinfo)
         defer { snd_seq_port_info_free(pinfo) }
-        for p in 0..<ports {
-            snd_seq_port_info_set_port(pinfo, Int32(p))
-            snd_seq_port_info_set_port_specified(pinfo, 1)
-            let portName = ports == 1 ? "Input" : "Input \(p + 1) (channels \(p * 16 + 1)-\(p * 16 + 16))"
-            snd_seq_port_info_set_name(pinfo, portName)
-            snd_seq_port_info_set_capability(pinfo, UInt32(SND_SEQ_PORT_CAP_WRITE | SND_SEQ_PORT_CAP_SUBS_WRITE))
-            snd_seq_port_info_set_type(pinfo, UInt32(SND_SEQ_PORT_TYPE_MIDI_GENERIC | SND_SEQ_PORT_TYPE_SYNTHESIZER | SND_SEQ_PORT_TYPE_APPLICATION))
-            snd_seq_port_info_set_midi_channels(pinfo, 16)
-            if queueID >= 0 {
-                snd_seq_port_info_set_timestamping(pinfo, 1)
-                snd_seq_port_info_set_timestamp_real(pinfo, 1)
-                snd_seq_port_info_set_timestamp_queue(pinfo, queueID)
-            }
-            err = snd_seq_create_port(seq, pinfo)
-            if err < 0 { throw fail("cannot create input port \(p)", err) }
-        }
         // The announcement listener: not for others to see or connect.
         controlPort = Int32(ports)
         snd_seq_port_info_set_port(pinfo, controlPort)
@@ -202,12 +188,20 @@ public final class SequencerClient: @unchecked Sendable {
         return out
     }
 
-    /// Starts listening: connects the sources `connect` names, subscribes to
+    /// Starts listening: starts the time-stamp queue, creates the input
+    /// ports, connects the sources `connect` names, subscribes to
     /// System:Announce, and starts the sequencer thread, which pushes to
     /// `queue` (no other thread may push to it). Returns the sources
     /// connected. `priority` > 0 asks for SCHED_FIFO. `tempo` gets the
     /// tempo of the MIDI clock a source sends (see `MIDIClockTempo`), on
     /// the sequencer thread, whenever it changes.
+    ///
+    /// Call it once the audio runs and `timeline` has its first anchor. The
+    /// ports appear only here, so whatever a DAW sends as soon as it sees
+    /// them is stamped by a running queue and mapped to a frame still to be
+    /// rendered, and sounds. (Events that reached a port earlier would all
+    /// carry the stopped queue's time 0 and, with no anchor, frame 0: a
+    /// note and its note-off at the same frame, never heard.)
     @discardableResult
     public func start(connect: Connect, queue: EventQueue, timeline: AudioTimeline, timing: LiveTiming,
                       priority: Int32, tempo: (@Sendable (Double) -> Void)? = nil) throws(ALSAError) -> [MIDIPort] {
@@ -223,6 +217,7 @@ public final class SequencerClient: @unchecked Sendable {
             _ = snd_seq_drain_output(seq)
             calibrate(seq)
         }
+        try createInputPorts(seq)
         var made: [MIDIPort] = []
         switch connect {
         case .none:
@@ -253,6 +248,30 @@ public final class SequencerClient: @unchecked Sendable {
             self.run(seq: seq, queue: queue, timeline: timeline, timing: timing)
         }
         return made
+    }
+
+    /// One input port per 16 channels, each stamping what reaches it with
+    /// the time-stamp queue's real time.
+    private func createInputPorts(_ seq: OpaquePointer) throws(ALSAError) {
+        var pinfo: OpaquePointer?
+        snd_seq_port_info_malloc(&pinfo)
+        defer { snd_seq_port_info_free(pinfo) }
+        for p in 0..<portCount {
+            snd_seq_port_info_set_port(pinfo, Int32(p))
+            snd_seq_port_info_set_port_specified(pinfo, 1)
+            let portName = portCount == 1 ? "Input" : "Input \(p + 1) (channels \(p * 16 + 1)-\(p * 16 + 16))"
+            snd_seq_port_info_set_name(pinfo, portName)
+            snd_seq_port_info_set_capability(pinfo, UInt32(SND_SEQ_PORT_CAP_WRITE | SND_SEQ_PORT_CAP_SUBS_WRITE))
+            snd_seq_port_info_set_type(pinfo, UInt32(SND_SEQ_PORT_TYPE_MIDI_GENERIC | SND_SEQ_PORT_TYPE_SYNTHESIZER | SND_SEQ_PORT_TYPE_APPLICATION))
+            snd_seq_port_info_set_midi_channels(pinfo, 16)
+            if queueID >= 0 {
+                snd_seq_port_info_set_timestamping(pinfo, 1)
+                snd_seq_port_info_set_timestamp_real(pinfo, 1)
+                snd_seq_port_info_set_timestamp_queue(pinfo, queueID)
+            }
+            let err = snd_seq_create_port(seq, pinfo)
+            if err < 0 { throw ALSAError("ALSA sequencer: cannot create input port \(p): \(ALSA.text(err))") }
+        }
     }
 
     /// Scheduling the sequencer thread got.

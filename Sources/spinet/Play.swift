@@ -18,7 +18,9 @@ struct Play: ParsableCommand {
         input port per 16 channels. With --connect auto it connects every MIDI source \
         but Midi Through, also keyboards plugged in later. Each event is played at its \
         arrival time plus a fixed latency (periods x period + --safety, plus the \
-        limiter's 1.5 ms look-ahead), printed at start. Ctrl-C fades out and exits. \
+        limiter's 1.5 ms look-ahead), printed at start. The input ports appear once the \
+        audio runs. Ctrl-C fades out and exits 0; SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2 \
+        and SIGALRM fade out and exit with 128 + the signal number. \
         To switch SoundFont while playing, type its path (and Enter) on standard input, \
         or send SIGHUP to reload the current one: notes already sounding ring on. \
         A source disconnected by hand (aconnect -d or -x) has its held notes released \
@@ -112,6 +114,15 @@ struct Play: ParsableCommand {
     }
 
     private func play() throws {
+        // Before any device or file is opened. SIGHUP reloads the SoundFont
+        // (see SoundFontRequests); every other stopping signal fades out and
+        // ends play, Ctrl-C with status 0, the others with 128 + the signal.
+        installInterruptHandlers(hangUp: false)
+        signal(SIGHUP, { _ in soundFontReloadRequested.store(true, ordering: .relaxed) })
+        var hangUp = sigset_t()
+        sigemptyset(&hangUp)
+        sigaddset(&hangUp, SIGHUP)
+        pthread_sigmask(SIG_UNBLOCK, &hangUp, nil)   // even if the launcher blocked it
         let settings: SpinetConfig
         do { settings = try SpinetConfig.load(explicitPath: config) } catch { throw Failure(error.description) }
         let soundFonts = self.soundFonts.isEmpty ? settings.soundFonts : self.soundFonts
@@ -244,17 +255,35 @@ struct Play: ParsableCommand {
         let totalLatency = Int(timing.latencyFrames) + engine.latencyFrames
         let timeline = AudioTimeline()
 
-        installInterruptHandlers()
         let memoryProblem = priority > 0 ? lockMemory() : nil
 
-        // 7. Start: MIDI first (so nothing played at the start is lost), then audio.
+        // 7. Start: the audio first, then MIDI. The input ports appear only
+        // once the audio thread has published where its frames meet the
+        // clock, so a note a DAW sends the moment it sees them is played at
+        // its arrival plus the latency, like any later one.
+        if benchNotes > 0 {
+            controlQueue.push(EngineEvent(frame: 0, .programChange(channel: 0, program: 19)))
+            for i in 0..<benchNotes {
+                controlQueue.push(EngineEvent(frame: 0, .noteOn(channel: 0, key: UInt8(24 + i % 96), velocity: 90)))
+            }
+        }
+        recorder?.start()
+        let scheduling = output.start(engine: engine, timeline: timeline, ring: recorder?.ring, priority: Int32(priority))
         if let sequencer {
+            // The first anchor comes once the device runs (its buffer filled):
+            // a few periods. A device that never starts fails within 5 s.
+            let deadline = monotonicSeconds() + 10
+            while timeline.read() == nil && output.failure == nil && !interruptRequested.load(ordering: .relaxed)
+                    && monotonicSeconds() < deadline {
+                usleep(1_000)
+            }
             let made: [MIDIPort]
             do {
                 made = try sequencer.start(connect: connectMode, queue: midiQueue, timeline: timeline, timing: timing,
                                            priority: priority > 0 ? Int32(max(1, priority - 5)) : 0,
                                            tempo: { bpm in engine.setTempo(beatsPerMinute: bpm) })
             } catch {
+                output.stop(drain: false)
                 throw Failure(error.description)
             }
             let inputs = sequencer.inputAddresses.map(\.description).joined(separator: ", ")
@@ -266,14 +295,6 @@ struct Play: ParsableCommand {
         say(formatted("Latency: %.1f ms from MIDI in to audio out (%ld x %ld frames buffer + %ld safety + %ld limiter look-ahead = %ld frames at %ld Hz)",
                    Double(totalLatency) * 1000 / sampleRate, output.periods, output.periodFrames, safetyFrames,
                    engine.latencyFrames, totalLatency, output.sampleRate))
-        if benchNotes > 0 {
-            controlQueue.push(EngineEvent(frame: 0, .programChange(channel: 0, program: 19)))
-            for i in 0..<benchNotes {
-                controlQueue.push(EngineEvent(frame: 0, .noteOn(channel: 0, key: UInt8(24 + i % 96), velocity: 90)))
-            }
-        }
-        recorder?.start()
-        let scheduling = output.start(engine: engine, timeline: timeline, ring: recorder?.ring, priority: Int32(priority))
         if case .refused(let e) = scheduling {
             say("spinet: warning: the audio thread has no real-time priority (\(String(cString: strerror(e)))), so sound may click when the machine is busy. "
                 + "To allow it: add '@audio - rtprio 95' and '@audio - memlock unlimited' to /etc/security/limits.d/audio.conf, "
@@ -374,6 +395,10 @@ struct Play: ParsableCommand {
                       elapsed, total.mean * 100, total.peak * 100, output.periodFrames, stats.peakVoices, output.xruns,
                       seqStats?.received ?? 0, seqStats?.kernelStamped ?? 0, dropped)
             + "\(why), \(stats.lateEvents) late; \(seqStats?.released ?? 0) held notes released\(recordLine)")
+        // Ctrl-C is how a player ends play: 0. A signal from elsewhere (a
+        // service manager's SIGTERM, SIGQUIT, ...) is told apart: 128 + it.
+        let stoppedBy = interruptSignal.load(ordering: .relaxed)
+        if stoppedBy != 0 && stoppedBy != SIGINT { throw Failure("", status: 128 + stoppedBy) }
     }
 
     /// Events lost anywhere on the way in: the engine queue was full, the
@@ -394,7 +419,6 @@ final class SoundFontRequests: @unchecked Sendable {
     init(current: [String]) {
         // A background job that reads its terminal would be stopped: read() fails instead.
         signal(SIGTTIN, SIG_IGN)
-        signal(SIGHUP, { _ in soundFontReloadRequested.store(true, ordering: .relaxed) })
         // Never joined: it waits in read() until the program ends.
         _ = NativeThread(name: "spinet-stdin") { [self] in
             var pending: [UInt8] = []

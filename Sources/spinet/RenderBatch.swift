@@ -152,7 +152,6 @@ extension Render {
 
         // 6. The renders.
         if !quiet { printError("SoundFont: \(fonts.joined(separator: ", "))") }
-        installInterruptHandlers()
         let workers = min(jobCount, inputs.count)
         let display = BatchDisplay(enabled: !quiet && isatty(STDERR_FILENO) == 1, files: inputs.count,
                                    totalSeconds: estimates.reduce(0, +), workers: workers)
@@ -179,7 +178,8 @@ extension Render {
         // 7. The outcome.
         let (rendered, failed, interrupted) = batch.outcome
         if interrupted {
-            throw Failure("interrupted; \(rendered.count) of \(inputs.count) files were rendered in full and kept, no partial file left", status: 130)
+            throw Failure("\(interruptDescription()); \(rendered.count) of \(inputs.count) files were rendered in full and kept, no partial file left",
+                          status: interruptExitStatus())
         }
         if !quiet {
             printError(Self.batchSummary(files: inputs.count, rendered: rendered, failed: failed, skipped: skipped.count,
@@ -293,7 +293,7 @@ struct BatchJob: Sendable {
                 if !settings.quiet {
                     display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i], loudness: r.loudness))
                 }
-            } catch let f as Failure where f.status == 130 {
+            } catch let f as Failure where f.status > 128 {   // stopped by a signal
                 batch.interrupted()
                 report?.add(input: input, outputs: [], status: "interrupted", error: "interrupted; no output written")
                 display.fileDone(slot: slot, estimate: 0)

@@ -195,4 +195,26 @@ struct BatchRenderTests {
         #expect(r.stderr.contains("interrupted"), "\(r.stderr)")
         #expect(listing(out).isEmpty, "left \(listing(out))")
     }
+
+    /// Any stopping signal (here the terminal closing, and a service
+    /// manager's SIGTERM) stops the batch like Ctrl-C, with 128 + the
+    /// signal: a finished output stays, no partial or temporary file does.
+    @Test(arguments: [SIGHUP, SIGTERM])
+    func aStoppingSignalKeepsFinishedFilesOnly(_ signal: Int32) throws {
+        let dir = try SpinetCommand.temporaryDirectory("batch-signal-\(signal)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let long = arpeggio(seconds: 1800)
+        let songs = try ["one.mid", "two.mid"].map { try write(long, to: dir, $0) } + [write(arpeggio(), to: dir, "short.mid")]
+        let out = dir.appendingPathComponent("out")
+        // Sent once the short file is done and both long ones are being rendered.
+        let r = try SpinetCommand.run(["render"] + songs + ["-o", out.path + "/", "--soundfont", font, "--jobs", "3"],
+                                      timeout: 120, interruptAfter: 0.5, signal: signal, interruptWhen: {
+                                          let files = listing(out)
+                                          return files.contains("short.wav") && files.filter { $0.contains(".spinet-") }.count == 2
+                                      })
+        #expect(!r.timedOut)
+        #expect(r.status == 128 + signal, "\(r.stderr)")
+        #expect(r.stderr.contains("interrupted"), "\(r.stderr)")
+        #expect(listing(out) == ["short.wav"], "left \(listing(out))")
+    }
 }

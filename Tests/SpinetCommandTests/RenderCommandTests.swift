@@ -320,6 +320,27 @@ struct RenderCommandTests {
         #expect(listing(dir) == ["long.mid"])
     }
 
+    /// Every stopping signal ends a render the way Ctrl-C does: no output,
+    /// no temporary file (`.long.wav.spinet-*`), and 128 + the signal as the
+    /// exit status. SIGHUP is the terminal closing; SIGQUIT (Ctrl-\\) must not
+    /// bring the Swift runtime's crash report, nor let the render go on.
+    @Test(arguments: [SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM])
+    func aStoppingSignalLeavesNoFile(_ signal: Int32) throws {
+        let dir = try SpinetCommand.temporaryDirectory("signal-\(signal)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try write(arpeggio(seconds: 1800), to: dir, "long.mid")
+        let out = dir.appendingPathComponent("long.wav")
+        // Sent once the temporary file exists: the render is under way.
+        let r = try SpinetCommand.run(["render", input, "-o", out.path, "--soundfont", font], timeout: 120,
+                                      interruptAfter: 0.5, signal: signal,
+                                      interruptWhen: { listing(dir).contains { $0.hasPrefix(".long.wav.spinet-") } })
+        #expect(!r.timedOut)
+        #expect(r.status == 128 + signal, "\(r.stderr)")
+        #expect(r.stderr.contains("interrupted"), "\(r.stderr)")
+        #expect(!r.stderr.contains("crashed") && !r.stderr.contains("Backtrace"), "\(r.stderr)")
+        #expect(listing(dir) == ["long.mid"])
+    }
+
     @Test func aMissingSoundFontIsNamed() throws {
         let dir = try SpinetCommand.temporaryDirectory("nofont")
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -20,11 +20,13 @@ public enum SpinetCommand {
     }
 
     /// Runs spinet (or `program`) with `arguments` in `directory`; kills it after `timeout` seconds.
-    /// `interruptAfter` sends SIGINT once that many seconds have passed.
+    /// `interruptAfter` sends `signal` (SIGINT unless told) once that many
+    /// seconds have passed and `interruptWhen` (if given) returns true.
     /// The timeout only catches hangs: the demo render under AddressSanitizer
     /// on a busy 2-core machine has taken over 120 s.
     public static func run(_ arguments: [String], in directory: URL? = nil, timeout: Double = 400,
-                           interruptAfter: Double? = nil, environment: [String: String] = [:],
+                           interruptAfter: Double? = nil, signal: Int32 = SIGINT,
+                           interruptWhen: (() -> Bool)? = nil, environment: [String: String] = [:],
                            program: String? = nil) throws -> Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: program ?? executable)
@@ -41,14 +43,22 @@ public enum SpinetCommand {
         let outData = LockedData(), errData = LockedData()
         out.fileHandleForReading.readabilityHandler = { outData.append($0.availableData) }
         err.fileHandleForReading.readabilityHandler = { errData.append($0.availableData) }
+        // Start the child with no signal blocked, as a shell does: the test
+        // runs on a Dispatch worker thread, which blocks SIGHUP, SIGQUIT,
+        // SIGUSR1... and a spawned child inherits its mask.
+        var all = sigset_t(), saved = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_UNBLOCK, &all, &saved)
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
         try p.run()
+        pthread_sigmask(SIG_SETMASK, &saved, nil)
         let start = Date()
         var timedOut = false
         var interrupted = false
         while p.isRunning {
             let elapsed = Date().timeIntervalSince(start)
-            if let t = interruptAfter, !interrupted, elapsed >= t {
-                kill(p.processIdentifier, SIGINT)
+            if let t = interruptAfter, !interrupted, elapsed >= t, interruptWhen?() ?? true {
+                kill(p.processIdentifier, signal)
                 interrupted = true
             }
             if elapsed > timeout {
