@@ -5,6 +5,10 @@ SWIFT ?= swift
 OUT ?= out
 # seconds per fuzz target in `make test` (scripts/fuzz.sh runs them longer)
 FUZZ_SECONDS ?= 60
+# The one release build, for `make demo`, `make test` and what is installed:
+# the Swift runtime is linked in (an installed spinet needs no toolchain),
+# and no $$ORIGIN rpath (nothing is loaded from beside the binary).
+RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath
 
 .PHONY: deps demo build release test fuzz sanitize bench clean
 
@@ -15,7 +19,7 @@ build: deps
 	$(SWIFT) build
 
 release: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
 
 demo: release
 	@mkdir -p $(OUT)
@@ -30,7 +34,7 @@ demo: release
 # ThreadSanitizer (about 20 minutes on two cores).
 test: build
 	$(SWIFT) test
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
 	SPINET_BIN=$(CURDIR)/.build/release/spinet scripts/system-tests.sh
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 	SWIFT=$(SWIFT) scripts/sanitizers.sh all
