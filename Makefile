@@ -2,7 +2,7 @@
 #   make demo   installs what is missing, builds (release) and renders the demo piece
 #   make test   installs what is missing and runs the whole test suite
 # and, to install it like any Linux program (see README, "Install"):
-#   make install [PREFIX=/usr/local] [DESTDIR=...]   make uninstall
+#   make install [PREFIX=/usr/local] [DESTDIR=...]   make uninstall   make deb
 SWIFT ?= swift
 OUT ?= out
 # seconds per fuzz target in `make test` (scripts/fuzz.sh runs them longer)
@@ -12,7 +12,7 @@ FUZZ_SECONDS ?= 60
 # and no $$ORIGIN rpath (nothing is loaded from beside the binary).
 RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath
 
-.PHONY: deps demo build release test fuzz sanitize bench clean install uninstall dist dist-if-stale
+.PHONY: deps demo build release test fuzz sanitize bench clean install uninstall dist dist-if-stale deb
 
 deps:
 	@scripts/install-deps.sh
@@ -120,3 +120,8 @@ install: dist-if-stale
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 	rmdir $(DESTDIR)$(FONTDIR) $(DESTDIR)$(DATADIR)/spinet $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+
+# A Debian package of the same files under /usr: out/spinet_VERSION-1_ARCH.deb.
+deb: dist
+	@scripts/install-deps.sh dpkg-dev
+	@SWIFT=$(SWIFT) VERSION=$(VERSION) OUT=$(OUT) scripts/make-deb.sh
