@@ -158,12 +158,29 @@ done
 # The systemd user unit: its paths, and systemd's own check.
 unit=$D$P/lib/systemd/user/spinet.service
 if [[ -f $unit ]]; then
-  if grep -q '@' "$unit" || ! grep -q "^ExecStart=$P/bin/spinet play$" "$unit"; then
-    fail "user unit: runs $P/bin/spinet play" "$(grep -n 'Exec\|@' "$unit")"
-  elif command -v systemd-analyze >/dev/null; then
-    # verify checks that the programs exist: point the unit at the installed copy.
+  if grep -q '@' "$unit" || ! grep -q "^ExecStart=.*until $P/bin/spinet ports .*exec $P/bin/spinet play \$\$SPINET_OPTIONS'$" "$unit"; then
+    fail "user unit: waits for a card with $P/bin/spinet ports, then runs $P/bin/spinet play" "$(grep -n 'Exec\|@' "$unit")"
+  else
+    pass "user unit: waits for a card with $P/bin/spinet ports, then runs $P/bin/spinet play"
+  fi
+  # Its command as systemd runs it ($$ is $), where spinet ports finds no card.
+  cmd=$(sed -n "s|^ExecStart=/bin/sh -c '\(.*\)'$|\1|p" "$unit" | sed "s|\\$\\$|$|g; s|$P/bin/spinet|$BIN|g")
+  if "$BIN" ports >/dev/null 2>&1; then
+    skip "user unit: waits for a sound card (this machine has one)"
+  else
+    out=$(timeout 3 /bin/sh -c "$cmd" 2>&1)
+    [[ $? == 124 && $out == "spinet: waiting for a sound card (spinet ports finds none)" ]] \
+      && pass "user unit: with no sound card, says once that it waits, and waits" \
+      || fail "user unit: with no sound card, says once that it waits, and waits" "$out"
+  fi
+  # ... and where it finds one (ports stood in for by true): spinet play, with SPINET_OPTIONS.
+  out=$(SPINET_OPTIONS="--period 64 --help" timeout 10 /bin/sh -c "${cmd/$BIN ports/true}" 2>&1)
+  [[ $out == *"USAGE: spinet play"* ]] && pass "user unit: with a sound card, runs spinet play \$SPINET_OPTIONS" \
+    || fail "user unit: with a sound card, runs spinet play \$SPINET_OPTIONS" "$out"
+  if command -v systemd-analyze >/dev/null; then
+    # verify checks that the programs named exist, and the Documentation= pages,
     sed "s|$P/bin/spinet|$BIN|g" "$unit" > "$T/spinet.service"
-    # and its Documentation= pages, which it looks up with man.
+    # which it looks up with man (here: the installed ones).
     out=$(MANPATH=$D$P/share/man SYSTEMD_LOG_LEVEL=warning systemd-analyze verify "$T/spinet.service" 2>&1)
     if [[ $? == 0 && -z $(grep -v -e 'Failed to .*bus' -e 'sd_bus' <<<"$out" | grep -i spinet) ]]; then
       pass "user unit: systemd-analyze verify accepts it"
