@@ -9,8 +9,10 @@ OUT ?= out
 FUZZ_SECONDS ?= 60
 # The one release build, for `make demo`, `make test` and what is installed:
 # the Swift runtime is linked in (an installed spinet needs no toolchain),
-# and no $$ORIGIN rpath (nothing is loaded from beside the binary).
-RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath
+# no $$ORIGIN rpath (nothing is loaded from beside the binary), and every
+# symbol bound at start (-z now), so that no first call on the audio thread
+# goes through the dynamic linker's lazy binding.
+RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
 
 .PHONY: deps demo build release test fuzz sanitize bench clean install uninstall dist dist-if-stale deb
 
