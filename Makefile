@@ -77,9 +77,9 @@ ZSHCOMPDIR ?= $(DATADIR)/zsh/site-functions
 FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 USERUNITDIR ?= $(PREFIX)/lib/systemd/user
 # Plugins: not yet (the plugin issue has not landed). When it does, install
-# them under $(PLUGINDIR) here and in scripts/make-deb.sh, and list them in
-# INSTALLED below so that `make uninstall` and scripts/install-tests.sh
-# cover them.
+# them under $(PLUGINDIR) here (make deb packs what make install writes)
+# and list them in INSTALLED below, so that `make uninstall` and
+# scripts/install-tests.sh cover them.
 PLUGINDIR ?= $(PREFIX)/lib/spinet/plugins
 VERSION := $(shell sed -n 's/.*version: "\(.*\)".*/\1/p' Sources/spinet/Spinet.swift)
 MAN_PAGES = spinet.1 spinet-render.1 spinet-play.1 spinet-ports.1 spinet-bench.1
