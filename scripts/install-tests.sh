@@ -174,7 +174,7 @@ if [[ -f $unit ]]; then
   if "$BIN" ports >/dev/null 2>&1; then
     skip "user unit: waits for a sound card (this machine has one)"
   else
-    out=$(timeout 3 /bin/sh -c "$cmd" 2>&1)
+    out=$(timeout 6 /bin/sh -c "$cmd" 2>&1)
     [[ $? == 124 && $out == "spinet: waiting for a sound card (spinet ports finds none)" ]] \
       && pass "user unit: with no sound card, says once that it waits, and waits" \
       || fail "user unit: with no sound card, says once that it waits, and waits" "$out"
