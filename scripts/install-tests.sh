@@ -53,12 +53,12 @@ TOOLCHAIN=$(dirname "$(dirname "$(dirname "$(readlink -f "$(command -v "${SWIFT:
 # build tree and the Swift toolchain hidden when a private mount namespace
 # can be had (root, or user namespaces); says once when it cannot.
 ISOLATE=()
-if unshare -m --propagation private true 2>/dev/null; then
+if unshare -m --propagation private sh -c 'mount -t tmpfs none "$0"' "$ROOT" 2>/dev/null; then
   ISOLATE=(unshare -m --propagation private sh -c 'mount -t tmpfs none "$0" && mount -t tmpfs none "$1" && shift && cd / && exec "$@"' "$ROOT" "$TOOLCHAIN")
-elif unshare -rm true 2>/dev/null; then
+elif unshare -rm sh -c 'mount -t tmpfs none "$0"' "$ROOT" 2>/dev/null; then
   ISOLATE=(unshare -rm sh -c 'mount -t tmpfs none "$0" && mount -t tmpfs none "$1" && shift && cd / && exec "$@"' "$ROOT" "$TOOLCHAIN")
 else
-  echo "note  no private mount namespace here (unshare -m refused): the build tree stays visible; the font path is still checked"
+  echo "note  no private mount namespace here (unshare -m, or mount in it, refused): the build tree stays visible; the font path is still checked"
 fi
 run_isolated() {
   if ((${#ISOLATE[@]})); then env -i PATH=/usr/bin:/bin HOME="$T/home" "${ISOLATE[@]}" "$@"
