@@ -1,12 +1,20 @@
 # Spinet's two everyday commands:
 #   make demo   installs what is missing, builds (release) and renders the demo piece
 #   make test   installs what is missing and runs the whole test suite
+# and, to install it like any Linux program (see README, "Install"):
+#   make install [PREFIX=/usr/local] [DESTDIR=...]   make uninstall   make deb
 SWIFT ?= swift
 OUT ?= out
 # seconds per fuzz target in `make test` (scripts/fuzz.sh runs them longer)
 FUZZ_SECONDS ?= 60
+# The one release build, for `make demo`, `make test` and what is installed:
+# the Swift runtime is linked in (an installed spinet needs no toolchain),
+# no $$ORIGIN rpath (nothing is loaded from beside the binary), and every
+# symbol bound at start (-z now), so that no first call on the audio thread
+# goes through the dynamic linker's lazy binding.
+RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
 
-.PHONY: deps demo build release test fuzz sanitize bench clean
+.PHONY: deps demo build release test fuzz sanitize bench clean install uninstall dist dist-if-stale deb
 
 deps:
 	@scripts/install-deps.sh
@@ -15,7 +23,7 @@ build: deps
 	$(SWIFT) build
 
 release: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
 
 demo: release
 	@mkdir -p $(OUT)
@@ -30,7 +38,10 @@ demo: release
 # ThreadSanitizer (about 20 minutes on two cores).
 test: build
 	$(SWIFT) test
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
+	@scripts/install-deps.sh $(INSTALL_TEST_DEPS)
+	@scripts/install-deps.sh systemd >/dev/null 2>&1 || echo "spinet: systemd did not install here (a container?): the unit check is skipped"
+	MAKE="$(MAKE)" SWIFT=$(SWIFT) scripts/install-tests.sh
 	SPINET_BIN=$(CURDIR)/.build/release/spinet scripts/system-tests.sh
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 	SWIFT=$(SWIFT) scripts/sanitizers.sh all
@@ -47,3 +58,79 @@ bench: release
 
 clean:
 	rm -rf .build .build-fuzz .build-asan .build-tsan $(OUT)
+
+# ---------------------------------------------------------------------------
+# Installing. The man pages and completions are generated from the built
+# command's own help (swift-argument-parser's generate-manual, the tool its
+# plugin runs, and --generate-completion-script), so they cannot drift from
+# its options;
+# nothing generated is committed. They go to .build/dist/.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+DOCDIR ?= $(DATADIR)/doc/spinet
+FONTDIR ?= $(DATADIR)/spinet/SoundFonts
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR ?= $(DATADIR)/zsh/site-functions
+FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
+USERUNITDIR ?= $(PREFIX)/lib/systemd/user
+# Plugins: not yet (the plugin issue has not landed). When it does, install
+# them under $(PLUGINDIR) here (make deb packs what make install writes)
+# and list them in INSTALLED below, so that `make uninstall` and
+# scripts/install-tests.sh cover them.
+PLUGINDIR ?= $(PREFIX)/lib/spinet/plugins
+VERSION := $(shell sed -n 's/.*version: "\(.*\)".*/\1/p' Sources/spinet/Spinet.swift)
+MAN_PAGES = spinet.1 spinet-render.1 spinet-play.1 spinet-ports.1 spinet-bench.1
+DIST = .build/dist
+STRIP ?= strip
+# What tools `make test` needs for scripts/install-tests.sh (systemd is tried
+# on its own: it may not install in a container; the test then says so).
+INSTALL_TEST_DEPS = man-db groff-base bash-completion dpkg-dev lintian
+
+# Every file `make install` writes, relative to $(DESTDIR).
+INSTALLED = $(BINDIR)/spinet $(FONTDIR)/sf_GMbank.sf2 \
+	$(addprefix $(MANDIR)/man1/,$(MAN_PAGES)) \
+	$(BASHCOMPDIR)/spinet $(ZSHCOMPDIR)/_spinet $(FISHCOMPDIR)/spinet.fish \
+	$(USERUNITDIR)/spinet.service $(DOCDIR)/README.md $(DOCDIR)/SoundFonts.md
+
+# The man pages and completions, generated from the release build.
+dist: release
+	@SWIFT=$(SWIFT) scripts/generate-dist.sh $(DIST)
+
+# `sudo make install` after `make dist` builds nothing as root (root's PATH
+# may not even have swift): it runs `make dist` only when there is no build
+# yet or a source is newer than it.
+dist-if-stale:
+	@if [ ! -x .build/release/spinet ] || [ ! -f $(DIST)/man/spinet.1 ] || \
+	    [ -n "$$(find Sources Package.swift scripts/generate-dist.sh -newer $(DIST)/man/spinet.1 -print -quit)" ]; then \
+	  $(MAKE) dist; fi
+
+install: dist-if-stale
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(FONTDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) \
+		$(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(DOCDIR)
+	install -m 755 .build/release/spinet $(DESTDIR)$(BINDIR)/spinet
+	$(STRIP) --remove-section=.comment --remove-section=.note $(DESTDIR)$(BINDIR)/spinet
+	install -m 644 SoundFonts/sf_GMbank.sf2 $(DESTDIR)$(FONTDIR)/
+	install -m 644 $(addprefix $(DIST)/man/,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(DIST)/completions/spinet.bash $(DESTDIR)$(BASHCOMPDIR)/spinet
+	install -m 644 $(DIST)/completions/_spinet $(DESTDIR)$(ZSHCOMPDIR)/_spinet
+	install -m 644 $(DIST)/completions/spinet.fish $(DESTDIR)$(FISHCOMPDIR)/spinet.fish
+	sed 's|@BINDIR@|$(BINDIR)|g' packaging/spinet.service.in > $(DESTDIR)$(USERUNITDIR)/spinet.service
+	chmod 644 $(DESTDIR)$(USERUNITDIR)/spinet.service
+	install -m 644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	install -m 644 SoundFonts/README.md $(DESTDIR)$(DOCDIR)/SoundFonts.md
+	@echo "Installed spinet $(VERSION) under $(DESTDIR)$(PREFIX)"
+
+# Removes exactly what `make install` wrote (same PREFIX and DESTDIR), and
+# the directories that are Spinet's own.
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	rmdir $(DESTDIR)$(FONTDIR) $(DESTDIR)$(DATADIR)/spinet $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+
+# A Debian package of the same files under /usr: out/spinet_VERSION-1_ARCH.deb.
+deb: dist
+	@scripts/install-deps.sh dpkg-dev
+	@SWIFT=$(SWIFT) VERSION=$(VERSION) OUT=$(OUT) scripts/make-deb.sh
