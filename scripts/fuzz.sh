@@ -41,7 +41,7 @@ cd "$ROOT"
 SECONDS_PER_TARGET=${1:-60}
 shift || true
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(MIDIFileFuzzer MIDIByteParserFuzzer)
+((${#TARGETS[@]})) || TARGETS=(MIDIFileFuzzer MIDIByteParserFuzzer SoundFontFuzzer)
 OUT=${FUZZ_OUT:-$ROOT/.build-fuzz}
 SWIFTC=${SWIFTC:-swiftc}
 TOOLCHAIN_BIN=$(dirname "$(command -v "$SWIFTC")")
