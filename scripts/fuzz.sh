@@ -41,7 +41,7 @@ cd "$ROOT"
 SECONDS_PER_TARGET=${1:-60}
 shift || true
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(MIDIFileFuzzer MIDIByteParserFuzzer SoundFontFuzzer)
+((${#TARGETS[@]})) || TARGETS=(MIDIFileFuzzer MIDIByteParserFuzzer PresetFileFuzzer ConfigFuzzer SoundFontFuzzer)
 OUT=${FUZZ_OUT:-$ROOT/.build-fuzz}
 SWIFTC=${SWIFTC:-swiftc}
 TOOLCHAIN_BIN=$(dirname "$(command -v "$SWIFTC")")
@@ -165,9 +165,12 @@ for t in "${TARGETS[@]}"; do
   seeds=("Fuzz/corpus/$t")
   for d in $(target_seeds "$t"); do [[ -d $d ]] && seeds+=("$d"); done
 
+  dict=()
+  [[ -f Fuzz/$t/fuzz.dict ]] && dict=(-dict="Fuzz/$t/fuzz.dict")
+
   log="$OUT/$t.log"
   echo "fuzz: running $t for ${SECONDS_PER_TARGET}s (log: $log)" >&2
-  "$bin" "$corpus" "${seeds[@]}" \
+  "$bin" "$corpus" "${seeds[@]}" "${dict[@]}" \
     -max_total_time="$SECONDS_PER_TARGET" -timeout="${FUZZ_TIMEOUT:-10}" \
     -malloc_limit_mb="${FUZZ_MALLOC_LIMIT_MB:-64}" -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-16384}" \
     -artifact_prefix="$crashers/" -print_final_stats=1 -print_pcs=0 >"$log" 2>&1
