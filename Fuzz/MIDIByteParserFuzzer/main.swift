@@ -1,7 +1,7 @@
 // libFuzzer target for the live MIDI byte parser (SpinetMIDI/MIDIByteParser.swift).
 //
-// Built by scripts/fuzz.sh together with the SpinetMIDI sources:
-//   swiftc -sanitize=fuzzer,address -parse-as-library ... Fuzz/MIDIByteParserFuzzer/main.swift Sources/SpinetMIDI/*.swift
+// Built by scripts/fuzz.sh against the SpinetMIDI module (compiled under
+// -sanitize=fuzzer,address with -enable-testing, for its internals).
 //
 // Input layout: byte 0 picks the port, byte 1 the SysEx limit, byte 2 how the
 // stream is cut into packets; the rest is the byte stream. Each input checks
@@ -15,6 +15,7 @@
 // - every real-time byte (F8...FF) comes out once, at once.
 
 import Glibc
+@testable import SpinetMIDI
 
 // MARK: Counting allocations on this thread
 

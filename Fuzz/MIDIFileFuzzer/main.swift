@@ -1,8 +1,8 @@
 // libFuzzer target for the Standard MIDI File reader (SpinetMIDI/MIDIFile.swift)
 // and the schedule built from what it reads (SpinetMIDI/MIDISchedule.swift).
 //
-// Built by scripts/fuzz.sh together with the SpinetMIDI sources:
-//   swiftc -sanitize=fuzzer,address -parse-as-library ... Fuzz/MIDIFileFuzzer/main.swift Sources/SpinetMIDI/*.swift
+// Built by scripts/fuzz.sh against the SpinetMIDI module (compiled under
+// -sanitize=fuzzer,address with -enable-testing, for its internals).
 //
 // Beyond "no trap, no hang, no huge allocation" (libFuzzer's -timeout and
 // -malloc_limit_mb catch the last two), each input checks what the reader
@@ -15,6 +15,8 @@
 //   again changes nothing;
 // - the schedule is sorted by frame and has no event before frame 0, and its
 //   SysEx indices are valid.
+
+@testable import SpinetMIDI
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func midiFileFuzzInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

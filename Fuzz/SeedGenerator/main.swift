@@ -1,4 +1,5 @@
-// Writes the seed corpora in Fuzz/corpus/ (checked in; rerun after changing this file):
+// Writes the seed corpora of the MIDI and SoundFont targets in Fuzz/corpus/
+// (checked in; rerun after changing this file; the JSON seeds are hand-written):
 //   swiftc -parse-as-library -module-name Seeds Fuzz/SeedGenerator/main.swift Sources/SpinetMIDI/*.swift -o /tmp/spinet-seeds
 //   /tmp/spinet-seeds Fuzz/corpus
 //
@@ -15,6 +16,7 @@ struct SeedGenerator {
         let root = CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "Fuzz/corpus"
         try write(midiFileSeeds(), to: root + "/MIDIFileFuzzer")
         try write(byteParserSeeds(), to: root + "/MIDIByteParserFuzzer")
+        try write(soundFontSeeds(), to: root + "/SoundFontFuzzer")
     }
 
     static func write(_ seeds: [(String, [UInt8])], to dir: String) throws {
@@ -165,6 +167,144 @@ struct SeedGenerator {
         seeds.append(("status-inside-message.bin", p + [0x90, 60, 0x80, 60, 0, 0xC0, 0xB0, 7, 0xE0, 0x00]))
         seeds.append(("stray-data.bin", p + [1, 2, 3, 0x7F, 0xF7, 0x40]))
         seeds.append(("port-15-limit-0.bin", [20, 0, 16] + [0xF0, 1, 0xF7, 0x9F, 127, 127, 0xFF]))
+        return seeds
+    }
+
+    // MARK: SoundFont 2 files (tiny samples; the preset data is what the readers read)
+
+    struct Zone { var gens: [(UInt16, UInt16)]; var mods = 0 }
+    struct Item { var name: String; var program = 0; var bank = 0; var zones: [Zone] }
+    struct Sample { var name: String; var frames = 16; var loop = false; var root: UInt8 = 60; var type: UInt16 = 1; var link: UInt16 = 0 }
+
+    static func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8((v >> 8) & 0xFF)] }
+    static func name20(_ s: String) -> [UInt8] { Array(Array(s.utf8).prefix(19)) + [UInt8](repeating: 0, count: 20 - min(s.utf8.count, 19)) }
+    static func riffChunk(_ tag: String, _ body: [UInt8], size: Int? = nil) -> [UInt8] {
+        Array(tag.utf8) + le32(size ?? body.count) + body + (body.count % 2 == 1 ? [0] : [])
+    }
+    static func list(_ tag: String, _ chunks: [UInt8], size: Int? = nil) -> [UInt8] {
+        riffChunk("LIST", Array(tag.utf8) + chunks, size: size)
+    }
+
+    /// The body of a `pdta` list: the nine sub-chunks with their terminal records.
+    static func pdta(presets: [Item], instruments: [Item], samples: [Sample]) -> [UInt8] {
+        func level(_ items: [Item], headerSize: Int, extra: (Item) -> [UInt8], terminal: String) -> (h: [UInt8], b: [UInt8], m: [UInt8], g: [UInt8]) {
+            var h: [UInt8] = [], b: [UInt8] = [], m: [UInt8] = [], g: [UInt8] = []
+            var bags = 0, gens = 0, mods = 0
+            for item in items {
+                h += name20(item.name) + extra(item) + le16(bags)
+                if headerSize == 38 { h += le32(0) + le32(0) + le32(0) }
+                for z in item.zones {
+                    b += le16(gens) + le16(mods)
+                    for (op, amount) in z.gens { g += le16(Int(op)) + le16(Int(amount)) }
+                    for k in 0..<z.mods {   // mod wheel to vibrato LFO pitch, a little more each time
+                        m += le16(0x0081) + le16(6) + le16(10 * (k + 1)) + le16(0) + le16(0)
+                    }
+                    bags += 1; gens += z.gens.count; mods += z.mods
+                }
+            }
+            h += name20(terminal) + (headerSize == 38 ? [0, 0, 0, 0] : []) + le16(bags) + (headerSize == 38 ? [UInt8](repeating: 0, count: 12) : [])
+            b += le16(gens) + le16(mods)
+            m += [UInt8](repeating: 0, count: 10)
+            g += [0, 0, 0, 0]
+            return (h, b, m, g)
+        }
+        let p = level(presets, headerSize: 38, extra: { le16($0.program) + le16($0.bank) }, terminal: "EOP")
+        let i = level(instruments, headerSize: 22, extra: { _ in [] }, terminal: "EOI")
+        var shdr: [UInt8] = []
+        var start = 0
+        for s in samples {
+            let end = start + s.frames
+            shdr += name20(s.name) + le32(start) + le32(end) + le32(start + (s.loop ? 2 : 0)) + le32(end - (s.loop ? 2 : 0))
+            shdr += le32(44100) + [s.root, 0] + le16(Int(s.link)) + le16(Int(s.type))
+            start = end + 46
+        }
+        shdr += name20("EOS") + [UInt8](repeating: 0, count: 26)
+        var out: [UInt8] = []
+        for (tag, body) in zip(["phdr", "pbag", "pmod", "pgen", "inst", "ibag", "imod", "igen", "shdr"],
+                               [p.h, p.b, p.m, p.g, i.h, i.b, i.m, i.g, shdr]) {
+            out += riffChunk(tag, body)
+        }
+        return out
+    }
+
+    static func soundFont(presets: [Item], instruments: [Item], samples: [Sample], pdtaFirst: Bool = false, tail: [UInt8] = [],
+                          pdtaBody: [UInt8]? = nil, riffSize: Int? = nil) -> [UInt8] {
+        let info = list("INFO", riffChunk("ifil", le16(2) + le16(1)) + riffChunk("isng", Array("EMU8000\0".utf8)) + riffChunk("INAM", Array("Spinet seed\0".utf8)))
+        let frames = samples.map { $0.frames + 46 }.reduce(0, +)
+        let wave = (0..<frames).flatMap { le16(Int(Int16(truncatingIfNeeded: ($0 % 16 - 8) * 2000))) }
+        let sdta = list("sdta", riffChunk("smpl", wave))
+        let hydra = list("pdta", pdtaBody ?? pdta(presets: presets, instruments: instruments, samples: samples))
+        let body = Array("sfbk".utf8) + info + (pdtaFirst ? hydra + sdta : sdta + hydra) + tail
+        return Array("RIFF".utf8) + le32(riffSize ?? body.count) + body
+    }
+
+    // Generator numbers (SoundFont 2.04, 8.1.2)
+    static let decayVol: UInt16 = 36, sustainVol: UInt16 = 37, releaseVol: UInt16 = 38, instrument: UInt16 = 41
+    static let keyRange: UInt16 = 43, velRange: UInt16 = 44, sampleID: UInt16 = 53, sampleModes: UInt16 = 54
+    static let exclusiveClass: UInt16 = 57, overridingRootKey: UInt16 = 58
+    static func range(_ lo: Int, _ hi: Int) -> UInt16 { UInt16(lo | hi << 8) }
+
+    static func soundFontSeeds() -> [(String, [UInt8])] {
+        var seeds: [(String, [UInt8])] = []
+        let piano = Item(name: "Piano", zones: [Zone(gens: [(sampleID, 0)])])
+        let one = soundFont(presets: [Item(name: "Grand", zones: [Zone(gens: [(instrument, 0)])])], instruments: [piano],
+                            samples: [Sample(name: "C4")])
+        seeds.append(("one-preset.sf2", one))
+
+        // Several programs and banks, global zones, layers, splits, loops,
+        // envelopes, an exclusive class, modulators, a stereo pair, an SF3 sample.
+        let instruments = [
+            piano,
+            Item(name: "Pad", zones: [
+                Zone(gens: [(releaseVol, UInt16(bitPattern: 2400))], mods: 1),        // global zone
+                Zone(gens: [(keyRange, range(0, 63)), (sampleModes, 1), (sampleID, 1)]),
+                Zone(gens: [(keyRange, range(64, 127)), (velRange, range(0, 100)), (sampleModes, 3), (overridingRootKey, 72), (sampleID, 2)]),
+            ]),
+            Item(name: "Kit", zones: [
+                Zone(gens: [(keyRange, range(42, 42)), (exclusiveClass, 1), (sampleID, 0)]),
+                Zone(gens: [(keyRange, range(46, 46)), (exclusiveClass, 1), (decayVol, UInt16(bitPattern: -1200)), (sustainVol, 1000), (sampleID, 3)]),
+                Zone(gens: [(keyRange, range(36, 36)), (sampleID, 4)]),
+            ]),
+        ]
+        let presets = [
+            Item(name: "Grand", program: 0, zones: [Zone(gens: [(instrument, 0)])]),
+            Item(name: "Layered pad", program: 1, zones: [
+                Zone(gens: [(releaseVol, 1200)], mods: 2),                                // global zone
+                Zone(gens: [(instrument, 1)]),
+                Zone(gens: [(velRange, range(80, 127)), (instrument, 0)]),
+            ]),
+            Item(name: "Split", program: 25, zones: [
+                Zone(gens: [(keyRange, range(0, 59)), (instrument, 0)]),
+                Zone(gens: [(keyRange, range(60, 127)), (instrument, 1)]),
+            ]),
+            Item(name: "Variation", program: 1, bank: 8, zones: [Zone(gens: [(instrument, 1)])]),
+            Item(name: "Standard kit", program: 0, bank: 128, zones: [Zone(gens: [(instrument, 2)])]),
+            Item(name: "Empty", program: 7, zones: []),
+        ]
+        let samples = [
+            Sample(name: "C4"), Sample(name: "Pad L", frames: 32, loop: true, type: 4, link: 2), Sample(name: "Pad R", frames: 32, loop: true, type: 2, link: 1),
+            Sample(name: "Hat", frames: 8, root: 46), Sample(name: "Kick ogg", frames: 8, root: 36, type: 0x11),
+        ]
+        seeds.append(("gm-like.sf2", soundFont(presets: presets, instruments: instruments, samples: samples)))
+        // The subset keeps the program named by the last byte: here 25, behind a trailing chunk.
+        seeds.append(("pdta-first-trailing-chunk-25.sf2", soundFont(presets: presets, instruments: instruments, samples: samples,
+                                                                     pdtaFirst: true, tail: riffChunk("junk", [1, 2, 3, 25]))))
+        seeds.append(("program-1-kept.sf2", soundFont(presets: presets, instruments: instruments, samples: samples, tail: riffChunk("pad ", [1]))))
+
+        // Broken ones: FluidSynth loads them whole or refuses them; Spinet's readers must not trap.
+        let body = pdta(presets: presets, instruments: instruments, samples: samples)
+        seeds.append(("pdta-size-past-end.sf2", soundFont(presets: [], instruments: [], samples: samples, pdtaBody: body + [0, 0, 0, 0]).dropLast(4) + []))
+        var outOfRange = presets
+        outOfRange[2].zones[1].gens[1].1 = 9                                           // instrument 9 of 3
+        seeds.append(("instrument-out-of-range.sf2", soundFont(presets: outOfRange, instruments: instruments, samples: samples)))
+        var badBag = body
+        badBag[8 + 24] = 0xFF                                                          // first preset's bag index
+        seeds.append(("bag-index-backwards.sf2", soundFont(presets: [], instruments: [], samples: samples, pdtaBody: badBag)))
+        var odd = body
+        odd[4] = odd[4] &+ 1                                                           // phdr one byte longer
+        seeds.append(("odd-sub-chunk.sf2", soundFont(presets: [], instruments: [], samples: samples, pdtaBody: odd)))
+        seeds.append(("riff-size-zero.sf2", soundFont(presets: presets, instruments: instruments, samples: samples, riffSize: 0)))
+        seeds.append(("header-only.sf2", Array(one.prefix(12))))
         return seeds
     }
 }

@@ -26,6 +26,16 @@ public struct VoiceCostModel: Sendable {
     /// Per bank * 128 + program.
     var presets: [Int: [Voice]] = [:]
 
+    /// Most instrument zones read in all. Each preset zone reads its
+    /// instrument's zones anew, so a font whose presets name one large
+    /// instrument over and over (a 15 KB file can: 900 preset zones times
+    /// 900 instrument zones) would cost minutes and gigabytes here, where
+    /// FluidSynth reads each instrument once. Real fonts read a few thousand
+    /// (the bundled one 4,375, TimGM6mb 2,063; a font has at most 65,535
+    /// instrument zones); past this the font gets no model, and a render
+    /// splits its channels without one.
+    static let largestZoneWalk = 1 << 18
+
     /// Reads the preset data of the font at `path`; nil if it cannot.
     public init?(path: String) {
         guard let f = fopen(path, "rb") else { return nil }
@@ -77,6 +87,15 @@ public struct VoiceCostModel: Sendable {
         }
         func signed(_ a: UInt16?) -> Int? { a.map { Int(Int16(bitPattern: $0)) } }
         func seconds(_ timecents: Int) -> Double { pow(2, Double(max(min(timecents, 8000), -12000)) / 1200) }
+
+        // Every preset zone that names an instrument reads its zones (counted
+        // before any is read, so a font past the limit costs nothing more).
+        var walk = 0
+        for g in 0..<p.firstGen[p.firstGen.count - 1] where PresetSubset.u16(p.gens, g * PresetSubset.generatorRecord) == 41 {
+            let instrument = Int(PresetSubset.u16(p.gens, g * PresetSubset.generatorRecord + 2))
+            if instrument < instCount { walk += i.firstBag[instrument + 1] - i.firstBag[instrument] }
+        }
+        guard walk <= Self.largestZoneWalk else { return nil }
 
         for preset in 0..<presetCount {
             let header = preset * PresetSubset.presetRecord
