@@ -93,7 +93,7 @@ target_seeds() {
 }
 
 MODULE_DIR=$OUT/modules
-C_INCLUDES=(-I Sources/CFluidSynth -I Sources/CSndFile -I "$MODULE_DIR/CFluidSynthRealtime")
+C_INCLUDES=(-I Sources/CFluidSynth -I Sources/CSndFile -I Sources/CEBUR128 -I "$MODULE_DIR/CFluidSynthRealtime")
 declare -A module_key=() module_failed=()
 link_objects=()
 
