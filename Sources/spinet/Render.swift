@@ -286,7 +286,11 @@ struct Render: ParsableCommand {
         } catch {
             throw Failure(error.description)
         }
-        if announceSoundFont && !s.quiet { log("SoundFont: \(fonts.joined(separator: ", "))") }
+        if announceSoundFont && !s.quiet {
+            log("SoundFont: \(fonts.joined(separator: ", "))")
+            // every unit loaded the same fonts: say once what of them is damaged
+            for w in units.first?.fontWarnings ?? [] { log("spinet: warning: \(w)") }
+        }
 
         // 3. The engine, driven offline.
         var config = Engine.Configuration()
