@@ -9,8 +9,9 @@ import Glibc
 /// for the length of a load and passes on every other line afterwards.
 enum LibraryNoise {
     /// Runs `body` with standard error captured; returns its result and the
-    /// lines written meanwhile that are not library noise (the caller prints
-    /// them). Without a temporary file, nothing is captured.
+    /// lines written meanwhile that are not library noise, with their
+    /// newlines (the caller prints them). Without a temporary file, nothing
+    /// is captured.
     static func capturing<T>(_ body: () -> T) -> (result: T, others: [String]) {
         fflush(nil)
         guard let file = tmpfile() else { return (body(), []) }
@@ -22,7 +23,16 @@ enum LibraryNoise {
         fflush(nil)
         dup2(saved, STDERR_FILENO)
         close(saved)
-        return (result, text(of: file).split(separator: "\n", omittingEmptySubsequences: true).map(String.init).filter { !isNoise($0) })
+        return (result, kept(text(of: file)))
+    }
+
+    /// `text` without its noise lines; every other byte as it was written
+    /// (a status line drawn meanwhile has no newline).
+    static func kept(_ text: String) -> [String] {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { String($0) + "\n" }
+        if let last = lines.last { lines[lines.count - 1] = String(last.dropLast()) }
+        // (GLib puts an empty line before each of its messages)
+        return lines.filter { !$0.allSatisfy(\.isWhitespace) && !isNoise($0) }
     }
 
     /// Lines GLib (libinstpatch) and mpg123 print about damaged data.
@@ -31,10 +41,10 @@ enum LibraryNoise {
             || line.contains("Illegal Audio-MPEG-Header") || line.hasPrefix("Note: ") || line.contains("mpg123")
     }
 
-    /// Prints lines that are not noise where they were meant to go.
+    /// Prints what was kept where it was meant to go.
     static func pass(_ lines: [String]) {
         for line in lines {
-            let bytes = Array((line + "\n").utf8)
+            let bytes = Array(line.utf8)
             _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
         }
     }
