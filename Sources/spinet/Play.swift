@@ -197,7 +197,7 @@ struct Play: ParsableCommand {
             throw Failure(error.description)
         }
         say("SoundFont: \(fonts.joined(separator: ", "))")
-        for w in unit.fontWarnings { say("spinet: warning: \(w)") }
+        for w in unit.fontWarnings { printError("spinet: warning: \(w)") }     // even with --quiet
 
         // 5. Recording, if asked.
         var recorder: Recorder?
@@ -302,10 +302,8 @@ struct Play: ParsableCommand {
                     let newUnit = try SoundFontUnit(fonts: next, sampleRate: sampleRate, channels: ports * 16, options: options)
                     while !slot.offer(newUnit) && !interruptRequested.load(ordering: .relaxed) { usleep(20_000) }
                     loadedFonts = next
-                    if !quiet {
-                        status.print("SoundFont: switched to \(next.joined(separator: ", ")) (notes sounding ring on)")
-                        for w in newUnit.fontWarnings { status.print("warning: \(w)") }
-                    }
+                    if !quiet { status.print("SoundFont: switched to \(next.joined(separator: ", ")) (notes sounding ring on)") }
+                    for w in newUnit.fontWarnings { status.print("warning: \(w)") }
                 } catch {
                     status.print("cannot switch SoundFont: \(error.description)")
                 }

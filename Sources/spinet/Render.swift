@@ -286,11 +286,10 @@ struct Render: ParsableCommand {
         } catch {
             throw Failure(error.description)
         }
-        if announceSoundFont && !s.quiet {
-            log("SoundFont: \(fonts.joined(separator: ", "))")
-            // every unit loaded the same fonts: say once what of them is damaged
-            for w in units.first?.fontWarnings ?? [] { log("spinet: warning: \(w)") }
-        }
+        if announceSoundFont && !s.quiet { log("SoundFont: \(fonts.joined(separator: ", "))") }
+        // Every unit loaded the same fonts: say once what of them is damaged,
+        // even with --quiet (the render lacks instruments).
+        if announceSoundFont { for w in units.first?.fontWarnings ?? [] { log("spinet: warning: \(w)") } }
 
         // 3. The engine, driven offline.
         var config = Engine.Configuration()

@@ -121,10 +121,8 @@ extension Render {
         let order = inputs.indices.sorted { estimates[$0] != estimates[$1] ? estimates[$0] > estimates[$1] : $0 < $1 }
 
         // 6. The renders.
-        if !quiet {
-            printError("SoundFont: \(fonts.joined(separator: ", "))")
-            for w in fontHolder.fontWarnings { printError("spinet: warning: \(w)") }
-        }
+        if !quiet { printError("SoundFont: \(fonts.joined(separator: ", "))") }
+        for w in fontHolder.fontWarnings { printError("spinet: warning: \(w)") }     // even with --quiet
         installInterruptHandlers()
         let workers = min(jobCount, inputs.count)
         let display = BatchDisplay(enabled: !quiet && isatty(STDERR_FILENO) == 1, files: inputs.count,

@@ -76,6 +76,9 @@ struct DamagedSoundFontCommandTests {
         let a = try SpinetCommand.run(["render", piano, "-o", withDamaged, "--soundfont", fontPath, "--quiet"], timeout: 120)
         let b = try SpinetCommand.run(["render", piano, "-o", withIntact, "--soundfont", font, "--quiet"], timeout: 120)
         #expect(a.status == 0 && b.status == 0, "\(a.stderr) \(b.stderr)")
+        // --quiet keeps the one line: the font lacks instruments
+        #expect(a.stderr.split(separator: "\n").count == 1 && a.stderr.contains(" is damaged: "), "\(a.stderr)")
+        #expect(b.stderr.isEmpty, "\(b.stderr)")
         #expect(FileManager.default.contents(atPath: withDamaged) == FileManager.default.contents(atPath: withIntact))
     }
 
