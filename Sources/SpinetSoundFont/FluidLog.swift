@@ -53,11 +53,6 @@ enum FluidLog {
         renderThread.store(UInt(pthread_self()), ordering: .relaxed)
     }
 
-    /// The messages collected off the render thread, left in place.
-    static func peekCollected() -> [String] {
-        collected.withLock { $0 }
-    }
-
     /// Removes and returns the messages collected off the render thread.
     static func takeCollected() -> [String] {
         collected.withLock { list in

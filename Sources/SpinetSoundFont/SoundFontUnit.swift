@@ -65,6 +65,8 @@ public final class SoundFontUnit: InstrumentUnit {
     /// One line per damaged font (unusable samples and the presets they
     /// silence, repaired loops), to print once where the fonts are announced.
     public var fontWarnings: [String] { diagnoses.compactMap(\.warning) }
+    /// What FluidSynth said while it loaded the fonts.
+    let loadMessages: [String]
     public let sampleRate: Double
     public let channels: Int
     private let settings: OpaquePointer
@@ -154,6 +156,7 @@ public final class SoundFontUnit: InstrumentUnit {
         // Spinet's loader also drops the samples FluidSynth would take but cannot play.
         var disabled = Dictionary(diagnoses.map { ($0.path, $0.disabled) }) { a, _ in a }
         var viewLoader = false
+        var loadMessages: [String] = []
         func useViewLoader() {
             guard !viewLoader, let loader = new_fluid_defsfloader(settings) else { return }
             FontFileView.install(on: loader)
@@ -162,7 +165,8 @@ public final class SoundFontUnit: InstrumentUnit {
         }
         if options.programs != nil || disabled.values.contains(where: { !$0.isEmpty }) { useViewLoader() }
         for path in fonts {
-            var (id, failedSamples) = Self.load(path, into: synth, programs: options.programs, disabled: disabled[path] ?? [])
+            var (id, messages) = Self.load(path, into: synth, programs: options.programs, disabled: disabled[path] ?? [])
+            let failedSamples = Self.failedSamples(messages)
             // An SF3 sample whose data does not decode fails the whole font in
             // FluidSynth, which names it: load once more without it.
             if id == FLUID_FAILED, !failedSamples.isEmpty, let index = diagnoses.firstIndex(where: { $0.path == path }),
@@ -176,10 +180,11 @@ public final class SoundFontUnit: InstrumentUnit {
                 Self.remember(path, undecodable: failedSamples)
                 disabled[path] = again.disabled
                 useViewLoader()
-                (id, failedSamples) = Self.load(path, into: synth, programs: options.programs, disabled: again.disabled)
+                (id, messages) = Self.load(path, into: synth, programs: options.programs, disabled: again.disabled)
             }
+            loadMessages += messages
             if id == FLUID_FAILED {
-                let why = FluidLog.takeCollected().last.map { " (\($0))" } ?? ""
+                let why = messages.last.map { " (\($0))" } ?? ""
                 delete_fluid_synth(synth)
                 delete_fluid_settings(settings)
                 throw SoundFontError(path: path, reason: "could not be loaded\(why): the file is damaged or not a SoundFont 2 file; pass another with --soundfont")
@@ -194,6 +199,7 @@ public final class SoundFontUnit: InstrumentUnit {
         self.synth = synth
         self.fonts = fonts
         self.diagnoses = diagnoses
+        self.loadMessages = loadMessages
         self.sampleRate = sampleRate
         self.channels = channels
         softVelocity = options.softPedalVelocity
@@ -240,13 +246,13 @@ public final class SoundFontUnit: InstrumentUnit {
         whileCreating { undecodableSamples[key] = undecodable }
     }
 
-    /// Loads one font into `synth`: its id (or FLUID_FAILED) and the names
-    /// of the samples FluidSynth could not load (SF3 data that does not decode).
+    /// Loads one font into `synth`: its id (or FLUID_FAILED) and what
+    /// FluidSynth said meanwhile (warnings and errors).
     /// Libraries print to standard error on their own while FluidSynth loads
     /// a damaged font; the diagnosis (or the error) says it once, so their
     /// lines are held back.
-    private static func load(_ path: String, into synth: OpaquePointer, programs: Set<Int>?, disabled: Set<Int>) -> (Int32, Set<String>) {
-        let (id, others, failed) = whileCreating {
+    private static func load(_ path: String, into synth: OpaquePointer, programs: Set<Int>?, disabled: Set<Int>) -> (Int32, [String]) {
+        let (id, others, messages) = whileCreating {
             _ = FluidLog.takeCollected()
             FontFileView.pendingPrograms = programs
             FontFileView.pendingDisabled = disabled
@@ -254,16 +260,21 @@ public final class SoundFontUnit: InstrumentUnit {
             FluidLog.markLoadingThread()
             defer { FluidLog.markLoadingThread(false) }
             let (id, others) = LibraryNoise.capturing { fluid_synth_sfload(synth, path, 1) }
-            // fluid_defsfont_load_all_sampledata: "Failed to load sample '%s'"
-            let prefix = "Failed to load sample '"
-            let failed = id != FLUID_FAILED ? [] : FluidLog.peekCollected().compactMap { line -> String? in
-                guard line.hasPrefix(prefix), line.hasSuffix("'") else { return nil }
-                return String(line.dropFirst(prefix.count).dropLast())
-            }
-            return (id, others, Set(failed))
+            return (id, others, FluidLog.takeCollected())
         }
         LibraryNoise.pass(others)
-        return (id, failed)
+        return (id, messages)
+    }
+
+    /// The samples FluidSynth could not load (SF3 data that does not decode,
+    /// which fails the whole font), named in its messages.
+    static func failedSamples(_ messages: [String]) -> Set<String> {
+        // fluid_defsfont_load_all_sampledata: "Failed to load sample '%s'"
+        let prefix = "Failed to load sample '"
+        return Set(messages.compactMap { line -> String? in
+            guard line.hasPrefix(prefix), line.hasSuffix("'") else { return nil }
+            return String(line.dropFirst(prefix.count).dropLast())
+        })
     }
 
     /// The FluidSynth outputs a unit needs so that each of `channels` has

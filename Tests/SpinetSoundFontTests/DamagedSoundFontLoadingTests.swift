@@ -19,9 +19,8 @@ struct DamagedSoundFontLoadingTests {
         let (found, path) = try diagnose(f, "rejected.sf2")
         defer { discard(path) }
         let d = try #require(found)
-        _ = FluidLog.takeCollected()
         let unit = try SoundFontUnit(fonts: [path], sampleRate: 48000)
-        let named = Set(FluidLog.takeCollected().compactMap { line -> String? in
+        let named = Set(unit.loadMessages.compactMap { line -> String? in
             guard line.hasPrefix("Sample '"), let end = line.dropFirst(8).firstIndex(of: "'") else { return nil }
             return String(line[line.index(line.startIndex, offsetBy: 8)..<end])
         })
