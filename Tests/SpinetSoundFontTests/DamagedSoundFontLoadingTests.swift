@@ -69,6 +69,28 @@ struct DamagedSoundFontLoadingTests {
         }
     }
 
+    /// What `spinet play` does on a font switch: a font where nothing can
+    /// sound throws (the switch is refused, the old unit keeps playing); a
+    /// damaged one loads, and only it gets a line when fonts are stacked.
+    @Test func aUnitRefusesAFontWhereNothingSoundsAndNamesOnlyTheDamagedOne() throws {
+        var dead = SoundFontDiagnosisTests.intact
+        dead.damage(Array(0..<dead.sampleCount), .startEndSwapped)
+        let (_, deadPath) = try diagnose(dead, "dead.sf2")
+        defer { discard(deadPath) }
+        do {
+            _ = try SoundFontUnit(fonts: [bundledFont, deadPath], sampleRate: 48000)
+            Issue.record("a font where nothing can sound was loaded")
+        } catch {
+            #expect(error.path == deadPath && error.description.contains("none of its 329 presets can sound"), "\(error)")
+        }
+        var damaged = SoundFontDiagnosisTests.intact
+        damaged.damage(damaged.samples(named: ["Harmonica"]), .startPastData)
+        let (_, damagedPath) = try diagnose(damaged, "damaged.sf2")
+        defer { discard(damagedPath) }
+        let unit = try SoundFontUnit(fonts: [bundledFont, damagedPath], sampleRate: 48000)
+        #expect(unit.fontWarnings.count == 1 && unit.fontWarnings[0].hasPrefix("SoundFont \(damagedPath) is damaged: 6 of 488"), "\(unit.fontWarnings)")
+    }
+
     /// One note of `program` for a quarter second: most voices and peak.
     func play(font: String, program: UInt8) throws -> (voices: Int, peak: Float) {
         let unit = try SoundFontUnit(fonts: [font], sampleRate: 48000)
