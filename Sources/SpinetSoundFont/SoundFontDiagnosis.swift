@@ -228,7 +228,10 @@ public struct SoundFontDiagnosis: Sendable {
 
     /// The reason (after "SoundFont PATH: ") a font where nothing is usable is refused.
     public var refusal: String {
-        "none of its \(presets) presets can sound: \(unusableSamples.count) of \(samples) samples are unusable (\(Self.list(unusableSamples.map { "\($0.name): \($0.reason)" }))); the file is damaged, pass another with --soundfont"
+        let why = unusableSamples.isEmpty
+            ? "none reaches a sample (damaged preset or instrument data)"
+            : "\(unusableSamples.count) of \(samples) samples are unusable (\(Self.list(unusableSamples.map { "\($0.name): \($0.reason)" })))"
+        return "none of its \(presets) presets can sound: \(why); the file is damaged, pass another with --soundfont"
     }
 
     /// The first three, and how many more.
