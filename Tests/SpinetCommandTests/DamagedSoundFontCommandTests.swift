@@ -129,4 +129,21 @@ struct DamagedSoundFontCommandTests {
         #expect(refused.status == 1 && refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("out2").path))
     }
+
+    /// bench renders with --quiet: it says once itself what of its font is damaged.
+    @Test func benchNamesADamagedFontAndRefusesADeadOne() throws {
+        let dir = try SpinetCommand.temporaryDirectory("damaged-bench")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try write(Self.band(), to: dir, "band.mid")
+        let damaged = try Self.mixed().font.write(to: dir, "damaged.sf2")
+        let r = try SpinetCommand.run(["bench", "--files-only", "--runs", "1", "--fluidsynth", "/bin/true", "--soundfont", damaged, input], timeout: 200)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.split(separator: "\n").filter { $0.hasPrefix("spinet: warning: SoundFont \(damaged) is damaged: ") }.count == 1, "\(r.stderr)")
+        var dead = try DamagedSoundFont(path: font)
+        dead.damage(Array(0..<dead.sampleCount), .rate(0))
+        let deadPath = try dead.write(to: dir, "dead.sf2")
+        let refused = try SpinetCommand.run(["bench", "--files-only", "--runs", "1", "--fluidsynth", "/bin/true", "--soundfont", deadPath, input], timeout: 200)
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr == "spinet: SoundFont \(deadPath): " + "none of its 329 presets can sound: 488 of 488 samples are unusable (Piano D1: sample rate 0 Hz, Piano Gb1: sample rate 0 Hz, Piano C#2: sample rate 0 Hz and 485 more); the file is damaged, pass another with --soundfont\n")
+    }
 }
