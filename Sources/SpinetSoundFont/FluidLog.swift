@@ -13,6 +13,10 @@ enum FluidLog {
     static let realtime = RealtimeLog(slots: 64)
     private static let collected = Mutex<[String]>([])
     private static let renderThread = Atomic<UInt>(0)
+    /// The thread loading a font (one at a time): its messages are collected
+    /// even when it rendered before (a batch job's thread loads the next
+    /// file's synths), since the load reads them.
+    private static let loadingThread = Atomic<UInt>(0)
     private static let installed = Atomic<Bool>(false)
 
     static func install() {
@@ -21,9 +25,11 @@ enum FluidLog {
         // render thread, so FluidSynth's first warning there allocates nothing.
         _ = realtime.dropped
         _ = renderThread.load(ordering: .relaxed)
+        _ = loadingThread.load(ordering: .relaxed)
         let handler: fluid_log_function_t = { level, message, _ in
             guard let message else { return }
-            if FluidLog.renderThread.load(ordering: .relaxed) == UInt(pthread_self()) {
+            let me = UInt(pthread_self())
+            if FluidLog.renderThread.load(ordering: .relaxed) == me && FluidLog.loadingThread.load(ordering: .relaxed) != me {
                 FluidLog.realtime.post(message)
                 return
             }
@@ -42,6 +48,11 @@ enum FluidLog {
         for level in [FLUID_PANIC, FLUID_ERR, FLUID_WARN, FLUID_INFO, FLUID_DBG] {
             fluid_set_log_function(Int32(level.rawValue), handler, nil)
         }
+    }
+
+    /// Marks the calling thread as loading a font (or no thread, `false`).
+    static func markLoadingThread(_ loading: Bool = true) {
+        loadingThread.store(loading ? UInt(pthread_self()) : 0, ordering: .relaxed)
     }
 
     /// Marks the calling thread as the render thread (messages go to the ring).

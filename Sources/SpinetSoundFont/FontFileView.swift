@@ -21,16 +21,21 @@ final class FontFileView {
     /// The programs the next load keeps (nil: the whole font). Set and read
     /// only under `SoundFontUnit.creation`, around `fluid_synth_sfload`.
     nonisolated(unsafe) static var pendingPrograms: Set<Int>?
+    /// The samples (indices into the sample headers) the next load drops:
+    /// ones FluidSynth would accept but cannot play (see
+    /// `SoundFontDiagnosis.disabled`). Set and read as `pendingPrograms`.
+    nonisolated(unsafe) static var pendingDisabled: Set<Int> = []
 
     /// Largest preset data read into memory to cut down (FluidR3_GM's is 0.2 MB).
     static let largestHydra: Int64 = 64 << 20
 
-    init?(path: String, programs: Set<Int>?) {
+    init?(path: String, programs: Set<Int>?, disabled: Set<Int> = []) {
         guard let f = fopen(path, "rb") else { return nil }
         guard fseeko(f, 0, SEEK_END) == 0 else { fclose(f); return nil }
         let fileSize = Int64(ftello(f))
         file = f
-        if let programs, let cut = Self.cut(f, fileSize: fileSize, programs: programs) {
+        if programs != nil || !disabled.isEmpty,
+           let cut = Self.cut(f, fileSize: fileSize, programs: programs, disabled: disabled) {
             segments = cut
         } else {
             segments = [Segment(start: 0, length: fileSize, source: .file(offset: 0))]
@@ -71,11 +76,26 @@ final class FontFileView {
         return buf
     }
 
-    /// The segments of the cut-down file, or nil to read the file as it is.
-    static func cut(_ f: UnsafeMutablePointer<FILE>, fileSize: Int64, programs: Set<Int>) -> [Segment]? {
+    /// The segments of the cut-down file (only `programs`, when given; the
+    /// `disabled` samples marked as ROM samples, which FluidSynth skips), or
+    /// nil to read the file as it is.
+    static func cut(_ f: UnsafeMutablePointer<FILE>, fileSize: Int64, programs: Set<Int>?, disabled: Set<Int> = []) -> [Segment]? {
         guard let header = bytes(f, at: 0, count: 12), let at = locateHydra(f, fileSize: fileSize),
-              let body = bytes(f, at: at.offset + 12, count: Int(at.size - 4)),
-              let subset = PresetSubset.filter(pdta: body, programs: programs) else { return nil }
+              var body = bytes(f, at: at.offset + 12, count: Int(at.size - 4)) else { return nil }
+        if !disabled.isEmpty {
+            guard let shdr = PresetSubset.subChunks(body)?[8].indices else { return nil }
+            for s in disabled where (s + 1) * PresetSubset.sampleRecord <= shdr.count {
+                body[shdr.lowerBound + s * PresetSubset.sampleRecord + 45] |= 0x80     // sfSampleType |= ROM (0x8000)
+            }
+        }
+        let subset: [UInt8]
+        if let programs, let cut = PresetSubset.filter(pdta: body, programs: programs) {
+            subset = cut
+        } else if !disabled.isEmpty {
+            subset = body
+        } else {
+            return nil
+        }
         let riffSize = Int64(PresetSubset.u32(header[...], 4))
         var newList = Array("LIST".utf8)
         PresetSubset.appendU32(&newList, UInt32(4 + subset.count))
@@ -134,11 +154,13 @@ final class FontFileView {
     }
 
     /// Gives `loader` (a FluidSynth SoundFont 2 loader) callbacks that read
-    /// fonts through a view: cut down to `pendingPrograms` when set.
+    /// fonts through a view: cut down to `pendingPrograms` when set, without
+    /// `pendingDisabled`'s samples.
     static func install(on loader: OpaquePointer) {
         fluid_sfloader_set_callbacks(loader, { name in
             guard let name else { return nil }
-            guard let view = FontFileView(path: String(cString: name), programs: FontFileView.pendingPrograms) else { return nil }
+            guard let view = FontFileView(path: String(cString: name), programs: FontFileView.pendingPrograms,
+                                          disabled: FontFileView.pendingDisabled) else { return nil }
             return Unmanaged.passRetained(view).toOpaque()
         }, { buffer, count, handle in
             guard let buffer, let handle else { return FLUID_FAILED }

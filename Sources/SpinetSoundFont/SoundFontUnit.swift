@@ -60,6 +60,13 @@ public struct SoundFontOptions: Sendable {
 public final class SoundFontUnit: InstrumentUnit {
     public let name = "soundfont"
     public let fonts: [String]
+    /// What of each font can sound (fonts the checker could read).
+    public let diagnoses: [SoundFontDiagnosis]
+    /// One line per damaged font (unusable samples and the presets they
+    /// silence, repaired loops), to print once where the fonts are announced.
+    public var fontWarnings: [String] { diagnoses.compactMap(\.warning) }
+    /// What FluidSynth said while it loaded the fonts.
+    let loadMessages: [String]
     public let sampleRate: Double
     public let channels: Int
     private let settings: OpaquePointer
@@ -109,7 +116,14 @@ public final class SoundFontUnit: InstrumentUnit {
     public init(fonts: [String], sampleRate: Double, channels: Int = 16, options: SoundFontOptions = SoundFontOptions()) throws(SoundFontError) {
         precondition(channels > 0 && channels % 16 == 0)
         FluidLog.install()
-        for path in fonts { try Self.check(path) }
+        var diagnoses: [SoundFontDiagnosis] = []
+        for path in fonts {
+            try Self.check(path)
+            guard !diagnoses.contains(where: { $0.path == path }),
+                  let diagnosis = SoundFontDiagnosis(path: path, undecodable: Self.undecodable(path)) else { continue }
+            if diagnosis.nothingUsable { throw SoundFontError(path: path, reason: diagnosis.refusal) }
+            diagnoses.append(diagnosis)
+        }
         guard let settings = new_fluid_settings() else {
             throw SoundFontError(path: fonts.first ?? "-", reason: "FluidSynth could not create its settings (out of memory?)")
         }
@@ -139,18 +153,38 @@ public final class SoundFontUnit: InstrumentUnit {
             throw SoundFontError(path: fonts.first ?? "-", reason: "FluidSynth could not create a synthesizer: \(FluidLog.takeCollected().last ?? "unknown reason")")
         }
         _ = FluidLog.takeCollected()
-        if options.programs != nil, let loader = new_fluid_defsfloader(settings) {
+        // Spinet's loader also drops the samples FluidSynth would take but cannot play.
+        var disabled = Dictionary(diagnoses.map { ($0.path, $0.disabled) }) { a, _ in a }
+        var viewLoader = false
+        var loadMessages: [String] = []
+        func useViewLoader() {
+            guard !viewLoader, let loader = new_fluid_defsfloader(settings) else { return }
             FontFileView.install(on: loader)
             fluid_synth_add_sfloader(synth, loader)     // tried first; the synth owns it
+            viewLoader = true
         }
+        if options.programs != nil || disabled.values.contains(where: { !$0.isEmpty }) { useViewLoader() }
         for path in fonts {
-            let id = Self.whileCreating {
-                FontFileView.pendingPrograms = options.programs
-                defer { FontFileView.pendingPrograms = nil }
-                return fluid_synth_sfload(synth, path, 1)
+            var (id, messages) = Self.load(path, into: synth, programs: options.programs, disabled: disabled[path] ?? [])
+            let failedSamples = Self.failedSamples(messages)
+            // An SF3 sample whose data does not decode fails the whole font in
+            // FluidSynth, which names it: load once more without it.
+            if id == FLUID_FAILED, !failedSamples.isEmpty, let index = diagnoses.firstIndex(where: { $0.path == path }),
+               let again = SoundFontDiagnosis(path: path, undecodable: failedSamples), again.disabled != disabled[path] {
+                if again.nothingUsable {
+                    delete_fluid_synth(synth)
+                    delete_fluid_settings(settings)
+                    throw SoundFontError(path: path, reason: again.refusal)
+                }
+                diagnoses[index] = again
+                Self.remember(path, undecodable: failedSamples)
+                disabled[path] = again.disabled
+                useViewLoader()
+                (id, messages) = Self.load(path, into: synth, programs: options.programs, disabled: again.disabled)
             }
+            loadMessages += messages
             if id == FLUID_FAILED {
-                let why = FluidLog.takeCollected().last.map { " (\($0))" } ?? ""
+                let why = messages.last.map { " (\($0))" } ?? ""
                 delete_fluid_synth(synth)
                 delete_fluid_settings(settings)
                 throw SoundFontError(path: path, reason: "could not be loaded\(why): the file is damaged or not a SoundFont 2 file; pass another with --soundfont")
@@ -164,6 +198,8 @@ public final class SoundFontUnit: InstrumentUnit {
         self.settings = settings
         self.synth = synth
         self.fonts = fonts
+        self.diagnoses = diagnoses
+        self.loadMessages = loadMessages
         self.sampleRate = sampleRate
         self.channels = channels
         softVelocity = options.softPedalVelocity
@@ -187,6 +223,58 @@ public final class SoundFontUnit: InstrumentUnit {
             groupOwner[c % groups] = c
             ownerFixed[c % groups] = true
         }
+    }
+
+    /// Per font (path, size and modification time): the samples FluidSynth
+    /// could not decode when it last loaded it, so that the next synth loads
+    /// it without them at once. Under `creation`.
+    nonisolated(unsafe) private static var undecodableSamples: [String: Set<String>] = [:]
+
+    private static func fileKey(_ path: String) -> String {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return path }
+        return "\(path)\u{0}\(st.st_size)\u{0}\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec)"
+    }
+
+    private static func undecodable(_ path: String) -> Set<String> {
+        let key = fileKey(path)
+        return whileCreating { undecodableSamples[key] ?? [] }
+    }
+
+    private static func remember(_ path: String, undecodable: Set<String>) {
+        let key = fileKey(path)
+        whileCreating { undecodableSamples[key] = undecodable }
+    }
+
+    /// Loads one font into `synth`: its id (or FLUID_FAILED) and what
+    /// FluidSynth said meanwhile (warnings and errors).
+    /// Libraries print to standard error on their own while FluidSynth loads
+    /// a damaged font; the diagnosis (or the error) says it once, so their
+    /// lines are held back.
+    private static func load(_ path: String, into synth: OpaquePointer, programs: Set<Int>?, disabled: Set<Int>) -> (Int32, [String]) {
+        let (id, others, messages) = whileCreating {
+            _ = FluidLog.takeCollected()
+            FontFileView.pendingPrograms = programs
+            FontFileView.pendingDisabled = disabled
+            defer { FontFileView.pendingPrograms = nil; FontFileView.pendingDisabled = [] }
+            FluidLog.markLoadingThread()
+            defer { FluidLog.markLoadingThread(false) }
+            let (id, others) = LibraryNoise.capturing { fluid_synth_sfload(synth, path, 1) }
+            return (id, others, FluidLog.takeCollected())
+        }
+        LibraryNoise.pass(others)
+        return (id, messages)
+    }
+
+    /// The samples FluidSynth could not load (SF3 data that does not decode,
+    /// which fails the whole font), named in its messages.
+    static func failedSamples(_ messages: [String]) -> Set<String> {
+        // fluid_defsfont_load_all_sampledata: "Failed to load sample '%s'"
+        let prefix = "Failed to load sample '"
+        return Set(messages.compactMap { line -> String? in
+            guard line.hasPrefix(prefix), line.hasSuffix("'") else { return nil }
+            return String(line.dropFirst(prefix.count).dropLast())
+        })
     }
 
     /// The FluidSynth outputs a unit needs so that each of `channels` has

@@ -52,6 +52,11 @@ struct Bench: ParsableCommand {
 
     func run() throws {
         try reportingFailures {
+            // the renders below are --quiet: say once here what of the font is damaged
+            if let font = soundFont ?? SoundFontLocator.defaultSoundFont(), let d = SoundFontDiagnosis(path: font) {
+                if d.nothingUsable { throw Failure("SoundFont \(font): \(d.refusal)") }
+                if let w = d.warning { printError("spinet: warning: \(w)") }
+            }
             if !realtimeOnly { try bench() }
             if !filesOnly { try realtimeFigures() }
         }

@@ -212,6 +212,7 @@ struct Play: ParsableCommand {
             throw Failure(error.description)
         }
         say("SoundFont: \(fonts.joined(separator: ", "))")
+        for w in unit.fontWarnings { printError("spinet: warning: \(w)") }     // even with --quiet
 
         // 5. Recording, if asked.
         var recorder: Recorder?
@@ -328,6 +329,7 @@ struct Play: ParsableCommand {
                     while !slot.offer(newUnit) && !interruptRequested.load(ordering: .relaxed) { usleep(20_000) }
                     loadedFonts = next
                     if !quiet { status.print("SoundFont: switched to \(next.joined(separator: ", ")) (notes sounding ring on)") }
+                    for w in newUnit.fontWarnings { status.print("warning: \(w)") }
                 } catch {
                     status.print("cannot switch SoundFont: \(error.description)")
                 }

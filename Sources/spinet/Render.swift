@@ -332,6 +332,9 @@ struct Render: ParsableCommand {
             throw Failure(error.description)
         }
         if announceSoundFont && !s.quiet { log("SoundFont: \(fonts.joined(separator: ", "))") }
+        // Every unit loaded the same fonts: say once what of them is damaged,
+        // even with --quiet (the render lacks instruments).
+        if announceSoundFont { for w in units.first?.fontWarnings ?? [] { log("spinet: warning: \(w)") } }
 
         // 3. The engine, driven offline.
         var config = Engine.Configuration()

@@ -152,6 +152,7 @@ extension Render {
 
         // 6. The renders.
         if !quiet { printError("SoundFont: \(fonts.joined(separator: ", "))") }
+        for w in fontHolder.fontWarnings { printError("spinet: warning: \(w)") }     // even with --quiet
         let workers = min(jobCount, inputs.count)
         let display = BatchDisplay(enabled: !quiet && isatty(STDERR_FILENO) == 1, files: inputs.count,
                                    totalSeconds: estimates.reduce(0, +), workers: workers)
