@@ -71,6 +71,15 @@ struct MessageTests {
         }
     }
 
+    @Test func anErrorThatEchoesALineBreakStaysOneLine() throws {
+        let dir = try SpinetCommand.temporaryDirectory("msg-newline")
+        let input = try write(MuteSoloCommandTests.twoChannels(), to: dir, "two.mid")
+        let config = dir.appendingPathComponent("config.json")
+        try Data(#"{"x\ny\rz": 1}"#.utf8).write(to: config)
+        try Self.refused(["render", input, "-o", dir.appendingPathComponent("x.wav").path, "--soundfont", font, "--config", config.path],
+                         in: dir, containing: ["x\\ny\\rz"])
+    }
+
     @Test func contradictoryEffectOptionsAreRefused() throws {
         let dir = try SpinetCommand.temporaryDirectory("msg-fx")
         let input = try write(MuteSoloCommandTests.twoChannels(), to: dir, "two.mid")
