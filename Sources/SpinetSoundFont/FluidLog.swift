@@ -12,6 +12,7 @@ import SpinetEngine
 enum FluidLog {
     static let realtime = RealtimeLog(slots: 64)
     private static let collected = Mutex<[String]>([])
+    private static let stray = Mutex<[String]>([])
     private static let renderThread = Atomic<UInt>(0)
     /// The thread loading a font (one at a time): its messages are collected
     /// even when it rendered before (a batch job's thread loads the next
@@ -36,13 +37,20 @@ enum FluidLog {
             // Debug and info chatter is not for users.
             guard level <= Int32(FLUID_WARN.rawValue) else { return }
             let text = String(cString: message)
-            // Only the last few are ever read (a loader names the last one).
-            // Bounded: a render thread that is not the marked one (a second
-            // offline render thread) can raise a warning for every note, and
-            // 30,000 simultaneous notes used to keep 600 MB of them.
-            FluidLog.collected.withLock { list in
-                if list.count >= 64 { list.removeFirst() }
-                list.append(text)
+            // While a font loads, every message is kept (the loader reads
+            // every sample FluidSynth names, and FluidSynth decodes samples
+            // on OpenMP threads of its own), up to a bound no real font
+            // reaches. Otherwise only the last few: a render thread that is
+            // not the marked one (a second offline render thread) can raise
+            // a warning for every note, and 30,000 simultaneous notes used
+            // to keep 600 MB of them.
+            if FluidLog.loadingThread.load(ordering: .relaxed) != 0 {
+                FluidLog.collected.withLock { if $0.count < 1 << 16 { $0.append(text) } }
+            } else {
+                FluidLog.stray.withLock { list in
+                    if list.count >= 64 { list.removeFirst() }
+                    list.append(text)
+                }
             }
         }
         for level in [FLUID_PANIC, FLUID_ERR, FLUID_WARN, FLUID_INFO, FLUID_DBG] {
@@ -62,7 +70,12 @@ enum FluidLog {
 
     /// Removes and returns the messages collected off the render thread.
     static func takeCollected() -> [String] {
-        collected.withLock { list in
+        let others = stray.withLock { list in
+            let out = list
+            list.removeAll()
+            return out
+        }
+        return others + collected.withLock { list in
             let out = list
             list.removeAll()
             return out
