@@ -173,8 +173,9 @@ public final class OfflineRenderer {
                     let e = events[next]
                     let ok: Bool
                     switch e.kind {
-                    case .message(let m): ok = queue.push(EngineEvent(frame: e.frame, m))
-                    case .sysEx(let i): ok = queue.pushSysEx(frame: e.frame, schedule.sysEx[i])
+                    // (a refusal is no drop here: the event is offered again next block)
+                    case .message(let m): ok = queue.push(EngineEvent(frame: e.frame, m), countingDrop: false)
+                    case .sysEx(let i): ok = queue.pushSysEx(frame: e.frame, schedule.sysEx[i], countingDrop: false)
                     }
                     if !ok { break }
                     next += 1
