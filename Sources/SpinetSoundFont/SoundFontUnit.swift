@@ -23,8 +23,6 @@ public struct SoundFontOptions: Sendable {
     public var fluidEffects: Bool = true
     /// FluidSynth's output gain; 0.2 is its own default, so levels match its renders.
     public var gain: Double = 0.2
-    /// Velocity factor for notes struck while the soft pedal (CC 67) is down.
-    public var softPedalVelocity: Double = 0.7
     /// The channels (global numbers) that will play notes through this unit,
     /// when known in advance (an offline render reads them from the file);
     /// nil: any channel may. Without its own effects FluidSynth gives each
@@ -57,6 +55,10 @@ public struct SoundFontOptions: Sendable {
 /// boundary nearest its exact frame, so onsets land within 32 frames of the
 /// exact time (early or late), and exactly on time when the event falls on
 /// a boundary.
+///
+/// The soft pedal (CC 67) goes to FluidSynth like any controller: it acts
+/// through the modulators the font defines for it, and does nothing in a
+/// font that defines none (FluidSynth's default modulators include none).
 public final class SoundFontUnit: InstrumentUnit {
     public let name = "soundfont"
     public let fonts: [String]
@@ -64,8 +66,6 @@ public final class SoundFontUnit: InstrumentUnit {
     public let channels: Int
     private let settings: OpaquePointer
     private let synth: OpaquePointer
-    private var softPedal: UnsafeMutablePointer<Bool>
-    private let softVelocity: Double
     private let fluidEffects: Bool
     /// FluidSynth output groups: channel c renders into group c % groups.
     private let groups: Int
@@ -166,9 +166,6 @@ public final class SoundFontUnit: InstrumentUnit {
         self.fonts = fonts
         self.sampleRate = sampleRate
         self.channels = channels
-        softVelocity = options.softPedalVelocity
-        softPedal = .allocate(capacity: channels)
-        softPedal.initialize(repeating: false, count: channels)
         fluidEffects = options.fluidEffects
         self.groups = groups
         sendTarget = .allocate(capacity: 3 * channels)
@@ -229,7 +226,6 @@ public final class SoundFontUnit: InstrumentUnit {
     deinit {
         delete_fluid_synth(synth)
         delete_fluid_settings(settings)
-        softPedal.deallocate()
         sendTarget.deallocate()
         sendCurrent.deallocate()
         groupActive.deallocate()
@@ -397,21 +393,17 @@ public final class SoundFontUnit: InstrumentUnit {
                 let g = Int(c) % groups
                 if !groupActive[g] { activate(g) }
                 if !ownerFixed[g] { groupOwner[g] = Int(c) }
-                var vel = Int32(v)
-                if softPedal[Int(c)] { vel = max(1, Int32((Double(v) * softVelocity).rounded())) }
-                fluid_synth_noteon(synth, Int32(c), Int32(k), vel)
+                fluid_synth_noteon(synth, Int32(c), Int32(k), Int32(v))
             }
         case .noteOff(let c, let k, _):
             fluid_synth_noteoff(synth, Int32(c), Int32(k))
         case .polyPressure(let c, let k, let p):
             fluid_synth_key_pressure(synth, Int32(c), Int32(k), Int32(p))
         case .controlChange(let c, let n, let v):
-            if n == MIDIController.soft { softPedal[Int(c)] = v >= 64 }
             let s = 3 * Int(c)
             if n == MIDIController.reverbSend { sendTarget[s] = Float(v) / 127 }
             if n == MIDIController.chorusSend { sendTarget[s + 1] = Float(v) / 127 }
             if n == MIDIController.delaySend { sendTarget[s + 2] = Float(v) / 127 }
-            if n == MIDIController.resetAllControllers { softPedal[Int(c)] = false }
             fluid_synth_cc(synth, Int32(c), Int32(n), Int32(v))
         case .programChange(let c, let p):
             fluid_synth_program_change(synth, Int32(c), Int32(p))
@@ -420,7 +412,6 @@ public final class SoundFontUnit: InstrumentUnit {
         case .pitchBend(let c, let v):
             fluid_synth_pitch_bend(synth, Int32(c), Int32(v))
         case .systemReset:
-            softPedal.update(repeating: false, count: channels)
             Self.resetSends(sendTarget, count: channels)
             fluid_synth_system_reset(synth)
         }
@@ -435,7 +426,6 @@ public final class SoundFontUnit: InstrumentUnit {
         let gmReset = message.count >= 6 && message[1] == 0x7E && message[3] == 0x09
         let gsReset = message.count == 11 && message[1] == 0x41 && message[3] == 0x42 && message[5] == 0x40 && message[6] == 0x00 && message[7] == 0x7F
         if gmReset || gsReset {
-            softPedal.update(repeating: false, count: channels)
             Self.resetSends(sendTarget, count: channels)
         }
     }
