@@ -530,8 +530,9 @@ public final class SoundFontUnit: InstrumentUnit {
     /// one per voice of the key, a controller one per voice for
     /// each generator its modulators reach (1 for volume, expression,
     /// modulation, pitch bend and pressure, 2 for pan; 2 and 3 counted, for
-    /// a font may add modulators), Reset All Controllers about 10 per voice
-    /// (16 counted). In mono or legato mode a note-off may start the note
+    /// a font may add modulators; a pedal pressed none, 1 counted, a pedal
+    /// let go one per voice it held, 2 counted), Reset All Controllers about
+    /// 10 per voice (16 counted). In mono or legato mode a note-off may start the note
     /// held before it, so it counts as a note-on.
     private func chargeFor(_ m: MIDIMessage) -> Bool {
         switch m {
@@ -548,7 +549,13 @@ public final class SoundFontUnit: InstrumentUnit {
             let k: Int
             switch n {
             case 121: k = 16
-            case 8, 10, 64...69: k = 3
+            case 8, 10: k = 3
+            // bank select and (N)RPN numbers only set channel state (SF2
+            // forbids them as modulator sources, FluidSynth ignores such)
+            case 0, 32, 98...101: k = 0
+            // a pedal pressed modulates nothing in FluidSynth's defaults; let
+            // go, it also releases the voices it held (one update each)
+            case 64...69: k = m.isRelease ? 2 : 1
             default: k = 2
             }
             return charge(fixed: 0, channel: Int(c), perVoice: k, release: m.isRelease)

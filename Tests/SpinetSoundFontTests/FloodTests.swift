@@ -16,6 +16,8 @@ enum Flood: String, CaseIterable, CustomStringConvertible, Sendable {
     case notePairs = "4,000 note pairs on other channels"
     case sixteenChannels = "40,000 controllers on sixteen channels"
     case hiHats = "3,000 closed hi-hats"
+    case pedalToggles = "40,000 sustain toggles under a ten-note chord"
+    case dataEntry = "15,000 pitch-bend-range RPNs"
 
     var description: String { rawValue }
 
@@ -23,6 +25,7 @@ enum Flood: String, CaseIterable, CustomStringConvertible, Sendable {
     var notes: [(UInt8, UInt8)] {
         switch self {
         case .sustainToggles: return [(0, 60), (0, 64)]
+        case .pedalToggles: return [48, 52, 55, 60, 64, 67, 72, 76, 79, 84].map { (0, UInt8($0)) }
         case .sixteenChannels: return (0..<16).filter { $0 != 9 }.map { (UInt8($0), UInt8(48 + $0)) }
         default: return [(0, 60)]
         }
@@ -66,6 +69,15 @@ enum Flood: String, CaseIterable, CustomStringConvertible, Sendable {
             // each kills the ones still sounding (an exclusive class): the
             // cost in FluidSynth grows with every note
             for _ in 0..<3_000 { m.append(.noteOn(channel: 9, key: 42, velocity: 100)) }
+        case .pedalToggles:
+            // pedals are never merged: each one reaches FluidSynth
+            for i in 0..<40_000 { m.append(.controlChange(channel: 0, controller: 64, value: i % 2 == 0 ? 127 : 0)) }
+        case .dataEntry:
+            for i in 0..<15_000 {
+                m.append(.controlChange(channel: 0, controller: 101, value: 0))
+                m.append(.controlChange(channel: 0, controller: 100, value: 0))
+                m.append(.controlChange(channel: 0, controller: 6, value: UInt8(2 + i % 10)))
+            }
         }
         return m
     }
@@ -180,7 +192,7 @@ extension FloodTests {
         let at: Int64 = 2048
         var pushed = 0
         for flood in Flood.allCases {
-            for m in flood.messages.prefix(8_000) where queue.push(EngineEvent(frame: at, m)) { pushed += 1 }
+            for m in flood.messages.prefix(6_000) where queue.push(EngineEvent(frame: at, m)) { pushed += 1 }
         }
         queue.push(EngineEvent(frame: at, .noteOff(channel: 0, key: 60, velocity: 0)))
         var allocations = 0, locks = 0
