@@ -16,7 +16,12 @@ final class FloodControl {
     /// Backlog entries any message may take; `releaseReserve` more are for releases only.
     static let backlogLimit = 8192
     static let releaseReserve = 1024
-    static let byteCapacity = 1 << 17
+    /// SysEx bytes the backlog holds: twice what the engine hands over in
+    /// one slice (4 x 64 KB by default), so it can take a full slice while
+    /// it is half full (`bytesFull`). One SysEx longer than `scratchCapacity`
+    /// is never held (the engine passes none by default).
+    static let byteCapacity = 1 << 19
+    static let scratchCapacity = 1 << 17
 
     let channels: Int
     let backlog: UnsafeMutablePointer<Deferred>
@@ -65,8 +70,8 @@ final class FloodControl {
         backlog.initialize(repeating: .message(.systemReset), count: capacity)
         bytes = .allocate(capacity: Self.byteCapacity)
         bytes.initialize(repeating: 0, count: Self.byteCapacity)
-        scratch = .allocate(capacity: Self.byteCapacity)
-        scratch.initialize(repeating: 0, count: Self.byteCapacity)
+        scratch = .allocate(capacity: Self.scratchCapacity)
+        scratch.initialize(repeating: 0, count: Self.scratchCapacity)
         held = .allocate(capacity: channels * Self.slotsPerChannel)
         held.initialize(repeating: .systemReset, count: channels * Self.slotsPerChannel)
         heldIndex = .allocate(capacity: channels * Self.slotsPerChannel)
@@ -138,7 +143,7 @@ final class FloodControl {
     /// Appends a SysEx to the backlog; false when either ring lacks room.
     func append(sysEx message: UnsafeBufferPointer<UInt8>) -> Bool {
         let n = message.count
-        guard count < Self.backlogLimit, byteCount + n <= Self.byteCapacity else { return false }
+        guard count < Self.backlogLimit, n <= Self.scratchCapacity, byteCount + n <= Self.byteCapacity else { return false }
         var at = (byteHead + byteCount) % Self.byteCapacity
         for i in 0..<n {
             bytes[at] = message[i]
@@ -149,6 +154,18 @@ final class FloodControl {
         backlog[(head + count) % capacity] = .sysEx(length: n)
         count += 1
         return true
+    }
+
+    /// The bytes of the backlog's first entry, a SysEx of `length` bytes,
+    /// copied to `scratch` (where `removeFirst` leaves them too).
+    func peekSysEx(length n: Int) -> UnsafeBufferPointer<UInt8> {
+        var at = byteHead
+        for i in 0..<n {
+            scratch[i] = bytes[at]
+            at += 1
+            if at == Self.byteCapacity { at = 0 }
+        }
+        return UnsafeBufferPointer(start: scratch, count: n)
     }
 
     /// Removes the backlog's first entry (a SysEx's bytes go to `scratch`).
@@ -177,6 +194,9 @@ final class FloodControl {
         counted = false
         countedSum = 0
     }
+
+    /// Whether the SysEx bytes waiting leave less room than a slice may bring.
+    var bytesFull: Bool { byteCount > Self.byteCapacity / 2 }
 
     /// Whether nothing has been charged since FluidSynth's last block.
     var fresh: Bool { fixed == 0 && perVoiceSum == 0 }

@@ -460,7 +460,7 @@ public final class SoundFontUnit: InstrumentUnit {
     public func receiveSysEx(_ message: UnsafeBufferPointer<UInt8>) {
         guard message.count >= 3 else { return }
         flushHeld()
-        if flood.count == 0 && charge(fixed: systemCost, channel: -1, perVoice: 0, release: false) {
+        if flood.count == 0 && charge(fixed: sysExCost(message), channel: -1, perVoice: 0, release: false) {
             applySysEx(message)
         } else if !flood.append(sysEx: message) {
             flood.dropped.add(1, ordering: .relaxed)
@@ -473,7 +473,7 @@ public final class SoundFontUnit: InstrumentUnit {
     public var droppedEvents: Int { flood.dropped.load(ordering: .relaxed) }
 
     /// Events the unit can take in the next slice without dropping any.
-    public var eventRoom: Int { max(0, FloodControl.backlogLimit - flood.count - flood.heldCount) }
+    public var eventRoom: Int { flood.bytesFull ? 0 : max(0, FloodControl.backlogLimit - flood.count - flood.heldCount) }
 
     /// Hands the held values on, in the order they first came.
     @inline(__always)
@@ -507,7 +507,7 @@ public final class SoundFontUnit: InstrumentUnit {
                 flood.removeFirst()
                 apply(m)
             case .sysEx(let n):
-                guard charge(fixed: systemCost, channel: -1, perVoice: 0, release: false) else { return }
+                guard charge(fixed: sysExCost(flood.peekSysEx(length: n)), channel: -1, perVoice: 0, release: false) else { return }
                 flood.removeFirst()
                 applySysEx(UnsafeBufferPointer(start: flood.scratch, count: n))
             }
@@ -517,6 +517,19 @@ public final class SoundFontUnit: InstrumentUnit {
     /// The estimate for a reset (System Reset, GM/GS/XG reset SysEx, which
     /// turn every voice off) or a tuning SysEx (which retunes every voice).
     private var systemCost: Int { 4 * Int(fluid_synth_get_active_voice_count(synth)) + 64 }
+
+    /// What a SysEx costs: `systemCost` for those FluidSynth acts on that
+    /// touch voices (MIDI Tuning Standard, GM System On/Off, GS and XG
+    /// reset, GS rhythm part), nothing for the rest (FluidSynth ignores
+    /// them: master volume, GS parameters, effect types ...). `m` is F0 ... F7.
+    private func sysExCost(_ m: UnsafeBufferPointer<UInt8>) -> Int {
+        guard m.count >= 6 else { return 0 }
+        let universal = (m[1] == 0x7E || m[1] == 0x7F) && (m[3] == 0x08 || (m[1] == 0x7E && m[3] == 0x09))
+        let roland = m.count >= 9 && m[1] == 0x41 && m[3] == 0x42 && m[4] == 0x12 && m[5] == 0x40
+            && ((m[6] == 0x00 && m[7] == 0x7F) || (m[6] & 0xF0 == 0x10 && m[7] == 0x15))
+        let yamaha = m.count >= 8 && m[1] == 0x43 && m[3] == 0x4C && m[4] == 0 && m[5] == 0 && m[6] == 0x7E
+        return universal || roland || yamaha ? systemCost : 0
+    }
 
     /// Charges the estimated voice updates of `m` to this block's ring
     /// budget; false when they do not fit (nothing charged). The estimates
