@@ -194,6 +194,11 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
         if outgoingFramesLeft <= 0 { retire() }
     }
 
+    /// What both instruments can take (the engine holds back the rest).
+    public var eventRoom: Int {
+        min(current.unit.eventRoom, outgoing?.unit.eventRoom ?? Int.max)
+    }
+
     public var activeVoices: Int {
         current.unit.activeVoices + (outgoing?.unit.activeVoices ?? 0)
     }

@@ -424,7 +424,7 @@ public final class Engine: @unchecked Sendable {
     }
 
     public var statistics: Statistics {
-        Statistics(droppedEvents: inputs.reduce(0) { $0 + $1.dropped },
+        Statistics(droppedEvents: inputs.reduce(0) { $0 + $1.dropped } + units.reduce(0) { $0 + $1.droppedEvents },
                    lateEvents: lateEventCount.load(ordering: .relaxed),
                    activeVoices: voiceCount.load(ordering: .relaxed),
                    peakVoices: peakVoiceCount.load(ordering: .relaxed),
@@ -546,11 +546,20 @@ public final class Engine: @unchecked Sendable {
         rampFilled = 0
 
         // Gather events into slices; a slice ends early only when the slice
-        // buffers are full (an event flood), so the rest waits one slice.
+        // buffers are full (an event flood), so the rest waits one slice,
+        // or when a unit has no room for more (a flood it is still passing
+        // on): then the rest waits in the queue, and the slice lasts until
+        // the next event or 64 frames, so the unit can pass some on.
         while true {
             sliceEventCount = 0
             sysExArenaUsed = 0
             var sliceEnd = blockEnd
+            var room = configuration.maxEventsPerSlice
+            var r = 0
+            while r < unitCount {
+                room = min(room, units[r].eventRoom)
+                r += 1
+            }
             gather: while true {
                 var best = -1
                 var bestFrame = Int64.max
@@ -566,8 +575,8 @@ public final class Engine: @unchecked Sendable {
                 if best < 0 || bestFrame >= blockEnd { break gather }
                 let q = inputs[best]
                 guard let event = q.peek() else { break gather }
-                if sliceEventCount == configuration.maxEventsPerSlice {
-                    sliceEnd = max(bestFrame, sliceStart + 1)
+                if sliceEventCount >= room {
+                    sliceEnd = room > 0 ? max(bestFrame, sliceStart + 1) : min(blockEnd, max(bestFrame, sliceStart + 64))
                     break gather
                 }
                 let frame = max(event.frame, sliceStart)

@@ -33,6 +33,11 @@ public struct EngineEvent: Sendable, Equatable {
 /// after `init`; a full queue refuses the event and counts it as dropped —
 /// the producer never blocks and never waits for the render thread.
 ///
+/// The last `releaseReserve` slots take only releases (`MIDIMessage.isRelease`:
+/// note-offs, pedals up, All Notes Off, ...): a flood fills the queue up to
+/// the reserve and is dropped from there, while the note-offs that follow
+/// it still get in, so a flood never leaves a note hanging.
+///
 /// Memory ordering: the producer writes the slot, then publishes the new
 /// tail with release; the consumer reads the tail with acquire before it
 /// reads the slot, and publishes the new head with release so the producer
@@ -40,6 +45,8 @@ public struct EngineEvent: Sendable, Equatable {
 public final class EventQueue: @unchecked Sendable {
     public let capacity: Int
     public let byteCapacity: Int
+    /// Slots only releases may take (see the type's documentation).
+    public let releaseReserve: Int
     private let mask: Int
     private let byteMask: Int
     private let slots: UnsafeMutablePointer<EngineEvent>
@@ -53,10 +60,12 @@ public final class EventQueue: @unchecked Sendable {
     /// - Parameters:
     ///   - capacity: events; rounded up to a power of two.
     ///   - byteCapacity: SysEx bytes in flight; rounded up to a power of two.
-    public init(capacity: Int = 8192, byteCapacity: Int = 1 << 18) {
+    ///   - releaseReserve: slots kept for releases; default a sixteenth of the capacity.
+    public init(capacity: Int = 8192, byteCapacity: Int = 1 << 18, releaseReserve: Int? = nil) {
         let c = Self.powerOfTwo(atLeast: max(capacity, 2))
         let b = Self.powerOfTwo(atLeast: max(byteCapacity, 16))
         self.capacity = c
+        self.releaseReserve = max(0, min(releaseReserve ?? c / 16, c - 1))
         self.byteCapacity = b
         mask = c - 1
         byteMask = b - 1
@@ -85,12 +94,18 @@ public final class EventQueue: @unchecked Sendable {
 
     // MARK: producer side
 
-    /// Producer thread only. Returns false (and counts a drop) when full.
+    /// Producer thread only. Returns false (and counts a drop) when full:
+    /// for a release, when every slot is taken; for anything else, when
+    /// only the release reserve is left. `countingDrop: false` refuses
+    /// without counting, for a producer that keeps the event and offers it
+    /// again later (the offline renderer).
     @discardableResult
-    public func push(_ event: EngineEvent) -> Bool {
+    public func push(_ event: EngineEvent, countingDrop: Bool = true) -> Bool {
         let t = tail.load(ordering: .relaxed)
-        if t &- head.load(ordering: .acquiring) >= capacity {
-            droppedCount.add(1, ordering: .relaxed)
+        var limit = capacity - releaseReserve
+        if case .message(let m) = event.kind, m.isRelease { limit = capacity }
+        if t &- head.load(ordering: .acquiring) >= limit {
+            if countingDrop { droppedCount.add(1, ordering: .relaxed) }
             return false
         }
         (slots + (t & mask)).pointee = event
@@ -99,16 +114,17 @@ public final class EventQueue: @unchecked Sendable {
     }
 
     /// Producer thread only. Queues a complete SysEx message (F0 ... F7).
-    /// Returns false (and counts a drop) when either ring lacks room.
+    /// Returns false (and counts a drop, unless `countingDrop` is false)
+    /// when either ring lacks room (the release reserve is not for SysEx).
     @discardableResult
-    public func pushSysEx(frame: Int64, _ message: UnsafeBufferPointer<UInt8>) -> Bool {
+    public func pushSysEx(frame: Int64, _ message: UnsafeBufferPointer<UInt8>, countingDrop: Bool = true) -> Bool {
         let n = message.count
         let t = tail.load(ordering: .relaxed)
         let bt = byteTail.load(ordering: .relaxed)
         if n == 0 || n > byteCapacity
-            || t &- head.load(ordering: .acquiring) >= capacity
+            || t &- head.load(ordering: .acquiring) >= capacity - releaseReserve
             || bt &- byteHead.load(ordering: .acquiring) + n > byteCapacity {
-            droppedCount.add(1, ordering: .relaxed)
+            if countingDrop { droppedCount.add(1, ordering: .relaxed) }
             return false
         }
         for i in 0..<n { bytes[(bt &+ i) & byteMask] = message[i] }
@@ -120,8 +136,8 @@ public final class EventQueue: @unchecked Sendable {
 
     /// Producer thread only. Convenience for callers holding an array.
     @discardableResult
-    public func pushSysEx(frame: Int64, _ message: [UInt8]) -> Bool {
-        message.withUnsafeBufferPointer { pushSysEx(frame: frame, $0) }
+    public func pushSysEx(frame: Int64, _ message: [UInt8], countingDrop: Bool = true) -> Bool {
+        message.withUnsafeBufferPointer { pushSysEx(frame: frame, $0, countingDrop: countingDrop) }
     }
 
     // MARK: consumer side (render thread)
@@ -149,5 +165,27 @@ public final class EventQueue: @unchecked Sendable {
             byteHead.store(bh &+ n, ordering: .releasing)
         }
         head.store(h &+ 1, ordering: .releasing)
+    }
+}
+
+extension MIDIMessage {
+    /// True for the messages that end sound: a note-off (or note-on with
+    /// velocity 0), a sustain, sostenuto or hold pedal released, All Sound
+    /// Off, Reset All Controllers, All Notes Off and the mode messages that
+    /// imply it (124-127), and System Reset. Under a flood these are never
+    /// dropped: a lost one leaves a note hanging.
+    @inlinable public var isRelease: Bool {
+        switch self {
+        case .noteOff: return true
+        case .noteOn(_, _, let v): return v == 0
+        case .controlChange(_, let n, let v):
+            switch n {
+            case 64, 66, 69: return v < 64
+            case 120, 121, 123...127: return true
+            default: return false
+            }
+        case .systemReset: return true
+        default: return false
+        }
     }
 }

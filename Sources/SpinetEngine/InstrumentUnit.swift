@@ -38,6 +38,16 @@ public protocol InstrumentUnit: AnyObject {
 
     /// Render thread only. Voices currently sounding.
     var activeVoices: Int { get }
+
+    /// Render thread only. How many more events the unit can take before
+    /// its next render without dropping any: the engine gathers no more
+    /// than that into one slice and leaves the rest in its input queue. A
+    /// unit that hands events on as they come has no limit (the default).
+    var eventRoom: Int { get }
+
+    /// Events the unit itself dropped (a live flood it could not hold).
+    /// Any thread. Default 0.
+    var droppedEvents: Int { get }
 }
 
 /// Where a unit writes one slice of sound: the dry stereo mix and its
@@ -101,6 +111,8 @@ public struct UnitOutput {
 
 extension InstrumentUnit {
     public func deliveryFrame(forEventAt frame: Int64) -> Int64 { frame }
+    public var eventRoom: Int { Int.max }
+    public var droppedEvents: Int { 0 }
 
     /// Render thread only. A unit without effect sends: dry sound, silent sends.
     public func render(_ output: UnitOutput, frames: Int) {

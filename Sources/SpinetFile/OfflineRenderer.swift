@@ -182,7 +182,8 @@ public final class OfflineRenderer {
                     let e = events[next]
                     let ok: Bool
                     switch e.kind {
-                    case .message(let m): ok = queue.push(EngineEvent(frame: e.frame, m))
+                    // (a refusal is no drop here: the event is offered again next block)
+                    case .message(let m): ok = queue.push(EngineEvent(frame: e.frame, m), countingDrop: false)
                     case .sysEx(let i):
                         let length = schedule.sysEx[i].count
                         if length == 0 || length > longestSysEx {
@@ -190,7 +191,7 @@ public final class OfflineRenderer {
                             next += 1
                             continue
                         }
-                        ok = queue.pushSysEx(frame: e.frame, schedule.sysEx[i])
+                        ok = queue.pushSysEx(frame: e.frame, schedule.sysEx[i], countingDrop: false)
                     }
                     if !ok { break }
                     next += 1

@@ -1,6 +1,7 @@
 import CFluidSynth
 import CFluidSynthRealtime
 import Glibc
+import Synchronization
 import SpinetEngine
 import SpinetMIDI
 
@@ -23,8 +24,6 @@ public struct SoundFontOptions: Sendable {
     public var fluidEffects: Bool = true
     /// FluidSynth's output gain; 0.2 is its own default, so levels match its renders.
     public var gain: Double = 0.2
-    /// Velocity factor for notes struck while the soft pedal (CC 67) is down.
-    public var softPedalVelocity: Double = 0.7
     /// The channels (global numbers) that will play notes through this unit,
     /// when known in advance (an offline render reads them from the file);
     /// nil: any channel may. Without its own effects FluidSynth gives each
@@ -57,6 +56,28 @@ public struct SoundFontOptions: Sendable {
 /// boundary nearest its exact frame, so onsets land within 32 frames of the
 /// exact time (early or late), and exactly on time when the event falls on
 /// a boundary.
+///
+/// The soft pedal (CC 67) goes to FluidSynth like any controller: it acts
+/// through the modulators the font defines for it, and does nothing in a
+/// font that defines none (FluidSynth's default modulators include none).
+///
+/// Floods: FluidSynth queues the voice updates of each call (a note-on
+/// about 50 per voice, a note-off one per voice, a controller one or two
+/// per voice it modulates) in a ring of 64 x polyphony entries that it
+/// empties only at the start of its next 64-frame block, and a full ring
+/// drops updates -- note-offs among them, leaving notes hanging. So the unit
+/// (1) coalesces controller values (and pitch bends, channel pressures)
+/// that a later value of the same controller on the same channel
+/// supersedes before anything else reaches FluidSynth (never pedals 64-69,
+/// data entry and (N)RPN 6, 38, 96-101, or the channel mode messages
+/// 120-127; any other message is a barrier, and so is rendering), and
+/// (2) keeps an estimate of the updates it handed FluidSynth since its last
+/// block and holds what would exceed seven eighths of the ring (31/32 for
+/// releases) in a preallocated backlog, in order, handed over at the
+/// following blocks: a flood is delayed, never dropped. The engine gathers
+/// no more events than the backlog has room for (`eventRoom`), so offline
+/// nothing is lost; live, a full backlog drops what comes, except releases,
+/// which have a reserve of their own.
 public final class SoundFontUnit: InstrumentUnit {
     public let name = "soundfont"
     public let fonts: [String]
@@ -71,8 +92,7 @@ public final class SoundFontUnit: InstrumentUnit {
     public let channels: Int
     private let settings: OpaquePointer
     private let synth: OpaquePointer
-    private var softPedal: UnsafeMutablePointer<Bool>
-    private let softVelocity: Double
+    private let polyphony: Int
     private let fluidEffects: Bool
     /// FluidSynth output groups: channel c renders into group c % groups.
     private let groups: Int
@@ -92,6 +112,10 @@ public final class SoundFontUnit: InstrumentUnit {
     /// Send levels per group as last applied, for ramping.
     private var sendCurrent: UnsafeMutablePointer<Float>
     private var voices = 0
+    /// Flood control (see the type's documentation).
+    private let flood: FloodControl
+    /// Frames this unit has rendered: FluidSynth's blocks start at multiples of 64.
+    private var position: Int64 = 0
 
     /// Serializes synth creation and font loading. A pthread mutex, not
     /// Synchronization's Mutex: ThreadSanitizer sees the ordering a pthread
@@ -202,9 +226,8 @@ public final class SoundFontUnit: InstrumentUnit {
         self.loadMessages = loadMessages
         self.sampleRate = sampleRate
         self.channels = channels
-        softVelocity = options.softPedalVelocity
-        softPedal = .allocate(capacity: channels)
-        softPedal.initialize(repeating: false, count: channels)
+        polyphony = max(1, min(options.polyphony, 65535))
+        flood = FloodControl(channels: channels, polyphony: polyphony)
         fluidEffects = options.fluidEffects
         self.groups = groups
         sendTarget = .allocate(capacity: 3 * channels)
@@ -317,7 +340,6 @@ public final class SoundFontUnit: InstrumentUnit {
     deinit {
         delete_fluid_synth(synth)
         delete_fluid_settings(settings)
-        softPedal.deallocate()
         sendTarget.deallocate()
         sendCurrent.deallocate()
         groupActive.deallocate()
@@ -419,14 +441,48 @@ public final class SoundFontUnit: InstrumentUnit {
 
     /// Render thread only. Dry sound and the CC 91/93/94 sends, from
     /// FluidSynth's per-channel outputs (or FluidSynth's own mix and effects
-    /// with `fluidEffects`, and silent sends).
+    /// with `fluidEffects`, and silent sends). With a backlog, renders block
+    /// by block and hands the backlog over at each block's start.
     public func render(_ output: UnitOutput, frames: Int) {
         guard frames > 0 else { return }
-        guard !fluidEffects, let buffers = channelBuffers, let pointers = outPointers else {
-            render(left: output.left, right: output.right, frames: frames)
-            output.silenceSends(frames: frames)
-            return
+        flushHeld()
+        var done = 0
+        while done < frames {
+            let n = nextPiece(frames - done)
+            let o = output.advanced(by: done)
+            if fluidEffects || channelBuffers == nil {
+                renderMix(left: o.left, right: o.right, frames: n)
+                o.silenceSends(frames: n)
+            } else {
+                renderGroups(o, frames: n)
+            }
+            rendered(n)
+            done += n
         }
+    }
+
+    /// Frames to render next, at most `remaining`: all of them without a
+    /// backlog; else up to the next block boundary, handing the backlog
+    /// over first when at one.
+    @inline(__always)
+    private func nextPiece(_ remaining: Int) -> Int {
+        guard flood.count > 0 else { return remaining }
+        if position % Self.grid == 0 { drainBacklog() }
+        guard flood.count > 0 else { return remaining }
+        return min(remaining, Int(Self.grid - position % Self.grid))
+    }
+
+    /// After rendering `n` frames: when they crossed the start of a
+    /// FluidSynth block, FluidSynth took everything queued.
+    @inline(__always)
+    private func rendered(_ n: Int) {
+        let g = Self.grid
+        if position % g == 0 || position / g != (position + Int64(n) - 1) / g { flood.ringEmptied() }
+        position += Int64(n)
+    }
+
+    private func renderGroups(_ output: UnitOutput, frames: Int) {
+        guard let buffers = channelBuffers, let pointers = outPointers else { return }
         FluidLog.markRenderThread()
         let stride = maxFrames
         for g in 0..<groups where groupActive[g] {
@@ -474,9 +530,190 @@ public final class SoundFontUnit: InstrumentUnit {
         return (f + g / 2) / g * g
     }
 
+    /// Render thread only. A controller value that a later one may
+    /// supersede is held (see the type's documentation); anything else first
+    /// hands over the held values, then goes to FluidSynth, or to the
+    /// backlog when FluidSynth's ring has no room for it this block.
     public func receive(_ message: MIDIMessage) {
         // FluidSynth has `channels` channels; the per-channel state here too.
         if let c = message.channel, Int(c) >= channels { return }
+        if let slot = FloodControl.slot(for: message) {
+            flood.hold(message, slot: slot)
+            return
+        }
+        flushHeld()
+        submit(message)
+    }
+
+    public func receiveSysEx(_ message: UnsafeBufferPointer<UInt8>) {
+        guard message.count >= 3 else { return }
+        flushHeld()
+        if flood.count == 0 && charge(fixed: sysExCost(message), channel: -1, perVoice: 0, release: false) {
+            applySysEx(message)
+        } else if !flood.append(sysEx: message) {
+            flood.dropped.add(1, ordering: .relaxed)
+        }
+    }
+
+    /// Messages FluidSynth could not take in time and the unit dropped
+    /// (live only: offline, the engine never gives the unit more than its
+    /// backlog holds). Releases are never among them. Any thread.
+    public var droppedEvents: Int { flood.dropped.load(ordering: .relaxed) }
+
+    /// Events the unit can take in the next slice without dropping any.
+    public var eventRoom: Int { flood.bytesFull ? 0 : max(0, FloodControl.backlogLimit - flood.count - flood.heldCount) }
+
+    /// Hands the held values on, in the order they first came.
+    @inline(__always)
+    private func flushHeld() {
+        let n = flood.heldCount
+        guard n > 0 else { return }
+        flood.heldCount = 0
+        for i in 0..<n {
+            let m = flood.held[i]
+            if let slot = FloodControl.slot(for: m) { flood.heldIndex[slot] = -1 }
+            submit(m)
+        }
+    }
+
+    /// To FluidSynth now, or to the backlog (behind what waits there).
+    private func submit(_ m: MIDIMessage) {
+        if flood.count == 0 && chargeFor(m) {
+            apply(m)
+        } else if !flood.append(m) {
+            flood.dropped.add(1, ordering: .relaxed)
+        }
+    }
+
+    /// At the start of a FluidSynth block: hands over as much of the
+    /// backlog as the ring takes (at least one message, so it always moves).
+    private func drainBacklog() {
+        while flood.count > 0 {
+            switch flood.backlog[flood.head] {
+            case .message(let m):
+                guard chargeFor(m) else { return }
+                flood.removeFirst()
+                apply(m)
+            case .sysEx(let n):
+                guard charge(fixed: sysExCost(flood.peekSysEx(length: n)), channel: -1, perVoice: 0, release: false) else { return }
+                flood.removeFirst()
+                applySysEx(UnsafeBufferPointer(start: flood.scratch, count: n))
+            }
+        }
+    }
+
+    /// The estimate for a reset (System Reset, GM/GS/XG reset SysEx, which
+    /// turn every voice off) or a tuning SysEx (which retunes every voice).
+    private var systemCost: Int { 4 * Int(fluid_synth_get_active_voice_count(synth)) + 64 }
+
+    /// What a SysEx costs: `systemCost` for those FluidSynth acts on that
+    /// touch voices (MIDI Tuning Standard, GM System On/Off, GS and XG
+    /// reset, GS rhythm part), nothing for the rest (FluidSynth ignores
+    /// them: master volume, GS parameters, effect types ...). `m` is F0 ... F7.
+    private func sysExCost(_ m: UnsafeBufferPointer<UInt8>) -> Int {
+        guard m.count >= 6 else { return 0 }
+        let universal = (m[1] == 0x7E || m[1] == 0x7F) && (m[3] == 0x08 || (m[1] == 0x7E && m[3] == 0x09))
+        let roland = m.count >= 9 && m[1] == 0x41 && m[3] == 0x42 && m[4] == 0x12 && m[5] == 0x40
+            && ((m[6] == 0x00 && m[7] == 0x7F) || (m[6] & 0xF0 == 0x10 && m[7] == 0x15))
+        let yamaha = m.count >= 8 && m[1] == 0x43 && m[3] == 0x4C && m[4] == 0 && m[5] == 0 && m[6] == 0x7E
+        return universal || roland || yamaha ? systemCost : 0
+    }
+
+    /// Charges the estimated voice updates of `m` to this block's ring
+    /// budget; false when they do not fit (nothing charged). The estimates
+    /// follow fluid_synth.c and fluid_voice.c of FluidSynth 2.3 and were
+    /// measured with the bundled font: a voice started is 48 updates (50
+    /// counted, for a voice stolen to make room costs one more, 52 with the
+    /// release of the key's previous note), plus on a drum channel 3 for
+    /// each voice of the same exclusive class (killed: a closed hi-hat
+    /// kills every hi-hat still sounding, so a hi-hat flood costs more with
+    /// every note; 3 counted for every voice on the channel), a note-off
+    /// one per voice of the key, a controller one per voice for
+    /// each generator its modulators reach (1 for volume, expression,
+    /// modulation, pitch bend and pressure, 2 for pan; 2 and 3 counted, for
+    /// a font may add modulators; a pedal pressed none, 1 counted, a pedal
+    /// let go one per voice it held, 2 counted), Reset All Controllers about
+    /// 10 per voice (16 counted). In mono or legato mode a note-off may start the note
+    /// held before it, so it counts as a note-on.
+    private func chargeFor(_ m: MIDIMessage) -> Bool {
+        switch m {
+        case .noteOn(let c, _, let v) where v > 0:
+            let k = Int(flood.noteVoices[Int(c)])
+            let drums = Int(c) % 16 == 9
+            return charge(fixed: 52 * k, channel: Int(c), perVoice: drums ? 3 : 0, release: false)
+        case .noteOn(let c, _, _), .noteOff(let c, _, _):
+            let k = Int(flood.noteVoices[Int(c)])
+            return charge(fixed: flood.mono[Int(c)] ? 51 * k : k, channel: Int(c), perVoice: 0, release: true)
+        case .polyPressure(let c, _, _), .channelPressure(let c, _), .pitchBend(let c, _):
+            return charge(fixed: 0, channel: Int(c), perVoice: 2, release: false)
+        case .controlChange(let c, let n, _):
+            let k: Int
+            switch n {
+            case 121: k = 16
+            case 8, 10: k = 3
+            // bank select and (N)RPN numbers only set channel state (SF2
+            // forbids them as modulator sources, FluidSynth ignores such)
+            case 0, 32, 98...101: k = 0
+            // a pedal pressed modulates nothing in FluidSynth's defaults; let
+            // go, it also releases the voices it held (one update each)
+            case 64...69: k = m.isRelease ? 2 : 1
+            default: k = 2
+            }
+            return charge(fixed: 0, channel: Int(c), perVoice: k, release: m.isRelease)
+        case .programChange:
+            return charge(fixed: 1, channel: -1, perVoice: 0, release: false)
+        case .systemReset:
+            return charge(fixed: systemCost, channel: -1, perVoice: 0, release: true)
+        }
+    }
+
+    /// Charges `fixed` updates plus `perVoice` for each voice on `channel`
+    /// (-1: none) if the block's estimate stays under seven eighths of
+    /// FluidSynth's ring (31/32 for a release; the rest is margin for
+    /// estimates that fall short), or if nothing was charged yet
+    /// this block. First every channel counts as holding every active voice
+    /// (no counting needed while that fits); then the voices are counted
+    /// per channel, once a block.
+    private func charge(fixed: Int, channel c: Int, perVoice k: Int, release: Bool) -> Bool {
+        let ring = 64 * polyphony
+        let limit = release ? ring - ring / 32 : ring - ring / 8
+        let fresh = flood.fresh
+        if !flood.counted {
+            let total = Int(fluid_synth_get_active_voice_count(synth))
+            if fresh || flood.fixed + fixed + (flood.perVoiceSum + k) * total <= limit {
+                flood.fixed += fixed
+                if c >= 0 && k > 0 { flood.perVoice[c] += Int32(k); flood.perVoiceSum += k }
+                return true
+            }
+            countVoices()
+        }
+        let perChannel = c >= 0 ? k * Int(flood.voicesOn[c]) : 0
+        guard fresh || flood.fixed + flood.countedSum + fixed + perChannel <= limit else { return false }
+        flood.fixed += fixed
+        if c >= 0 && k > 0 { flood.perVoice[c] += Int32(k); flood.perVoiceSum += k }
+        flood.countedSum += perChannel
+        return true
+    }
+
+    /// Counts the voices on each channel (FluidSynth's voice list) and
+    /// re-estimates what this block has charged with the counts.
+    private func countVoices() {
+        flood.voicesOn.update(repeating: 0, count: channels)
+        fluid_synth_get_voicelist(synth, flood.voiceList, Int32(flood.voiceListCapacity), -1)
+        var i = 0
+        while i < flood.voiceListCapacity, let v = flood.voiceList[i] {
+            let c = Int(fluid_voice_get_channel(v))
+            if c >= 0 && c < channels { flood.voicesOn[c] += 1 }
+            i += 1
+        }
+        var sum = 0
+        for c in 0..<channels where flood.perVoice[c] != 0 { sum += Int(flood.perVoice[c]) * Int(flood.voicesOn[c]) }
+        flood.countedSum = sum
+        flood.counted = true
+    }
+
+    /// Gives FluidSynth one message (and keeps the unit's own channel state).
+    private func apply(_ message: MIDIMessage) {
         switch message {
         case .noteOn(let c, let k, let v):
             if v == 0 {
@@ -485,21 +722,32 @@ public final class SoundFontUnit: InstrumentUnit {
                 let g = Int(c) % groups
                 if !groupActive[g] { activate(g) }
                 if !ownerFixed[g] { groupOwner[g] = Int(c) }
-                var vel = Int32(v)
-                if softPedal[Int(c)] { vel = max(1, Int32((Double(v) * softVelocity).rounded())) }
-                fluid_synth_noteon(synth, Int32(c), Int32(k), vel)
+                let before = fluid_synth_get_active_voice_count(synth)
+                fluid_synth_noteon(synth, Int32(c), Int32(k), Int32(v))
+                let started = Int(fluid_synth_get_active_voice_count(synth) - before)
+                // More voices than expected: the charge grows to what the
+                // note did, and the estimate for the channel's next notes
+                // learns the most voices one started. (Fewer is no refund:
+                // a note-on that steals or kills voices, or starts none
+                // because every voice was stolen this block, still costs.)
+                let expected = Int(flood.noteVoices[Int(c)])
+                if started > expected {
+                    flood.fixed += 50 * (started - expected)
+                    flood.noteVoices[Int(c)] = Int32(started)
+                }
+                if flood.counted && started > 0 { flood.voicesOn[Int(c)] += Int32(started) }
             }
         case .noteOff(let c, let k, _):
             fluid_synth_noteoff(synth, Int32(c), Int32(k))
         case .polyPressure(let c, let k, let p):
             fluid_synth_key_pressure(synth, Int32(c), Int32(k), Int32(p))
         case .controlChange(let c, let n, let v):
-            if n == MIDIController.soft { softPedal[Int(c)] = v >= 64 }
             let s = 3 * Int(c)
             if n == MIDIController.reverbSend { sendTarget[s] = Float(v) / 127 }
             if n == MIDIController.chorusSend { sendTarget[s + 1] = Float(v) / 127 }
             if n == MIDIController.delaySend { sendTarget[s + 2] = Float(v) / 127 }
-            if n == MIDIController.resetAllControllers { softPedal[Int(c)] = false }
+            if n == 126 || (n == 68 && v >= 64) { flood.mono[Int(c)] = true }
+            if n == 127 || (n == 68 && v < 64) { flood.mono[Int(c)] = false }
             fluid_synth_cc(synth, Int32(c), Int32(n), Int32(v))
         case .programChange(let c, let p):
             fluid_synth_program_change(synth, Int32(c), Int32(p))
@@ -508,13 +756,13 @@ public final class SoundFontUnit: InstrumentUnit {
         case .pitchBend(let c, let v):
             fluid_synth_pitch_bend(synth, Int32(c), Int32(v))
         case .systemReset:
-            softPedal.update(repeating: false, count: channels)
             Self.resetSends(sendTarget, count: channels)
+            flood.mono.update(repeating: false, count: channels)
             fluid_synth_system_reset(synth)
         }
     }
 
-    public func receiveSysEx(_ message: UnsafeBufferPointer<UInt8>) {
+    private func applySysEx(_ message: UnsafeBufferPointer<UInt8>) {
         // FluidSynth takes the bytes between F0 and F7.
         guard message.count >= 3, let base = message.baseAddress else { return }
         base.withMemoryRebound(to: CChar.self, capacity: message.count) { p in
@@ -523,13 +771,23 @@ public final class SoundFontUnit: InstrumentUnit {
         let gmReset = message.count >= 6 && message[1] == 0x7E && message[3] == 0x09
         let gsReset = message.count == 11 && message[1] == 0x41 && message[3] == 0x42 && message[5] == 0x40 && message[6] == 0x00 && message[7] == 0x7F
         if gmReset || gsReset {
-            softPedal.update(repeating: false, count: channels)
             Self.resetSends(sendTarget, count: channels)
         }
     }
 
     public func render(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
         guard frames > 0 else { return }
+        flushHeld()
+        var done = 0
+        while done < frames {
+            let n = nextPiece(frames - done)
+            renderMix(left: left + done, right: right + done, frames: n)
+            rendered(n)
+            done += n
+        }
+    }
+
+    private func renderMix(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
         FluidLog.markRenderThread()
         fluid_synth_write_float(synth, Int32(frames), left, 0, 1, right, 0, 1)
         voices = Int(fluid_synth_get_active_voice_count(synth))

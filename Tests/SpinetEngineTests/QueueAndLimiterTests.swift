@@ -50,6 +50,44 @@ struct EventQueueTests {
         #expect(queue.count == 0)
     }
 
+    /// A flood fills the queue up to its release reserve; from there on
+    /// everything else is refused and counted, but note-offs, pedals up,
+    /// All Sound Off, Reset All Controllers and All Notes Off still get in.
+    @Test func aFullQueueStillTakesReleasesFromItsReserve() {
+        let q = EventQueue(capacity: 1024)
+        var taken = 0
+        while q.push(EngineEvent(frame: 0, .controlChange(channel: 0, controller: 1, value: 5))) { taken += 1 }
+        #expect(taken < 1024)
+        #expect(q.dropped == 1)
+        let releases: [MIDIMessage] = [
+            .noteOff(channel: 0, key: 60, velocity: 0), .noteOn(channel: 1, key: 61, velocity: 0),
+            .controlChange(channel: 0, controller: 64, value: 0), .controlChange(channel: 0, controller: 66, value: 0),
+            .controlChange(channel: 0, controller: 120, value: 0), .controlChange(channel: 0, controller: 121, value: 0),
+            .controlChange(channel: 0, controller: 123, value: 0), .systemReset,
+        ]
+        for m in releases { #expect(q.push(EngineEvent(frame: 1, m)), "\(m) refused") }
+        #expect(!q.push(EngineEvent(frame: 1, .noteOn(channel: 0, key: 60, velocity: 90))))
+        #expect(!q.push(EngineEvent(frame: 1, .controlChange(channel: 0, controller: 64, value: 127))))
+        #expect(!q.pushSysEx(frame: 1, [0xF0, 0x7E, 0x7F, 0x09, 0x01, 0xF7]))
+        #expect(q.dropped == 4)
+        // what went in comes out, in order
+        var out: [MIDIMessage] = []
+        while let e = q.peek() {
+            if case .message(let m) = e.kind, e.frame == 1 { out.append(m) }
+            q.pop()
+        }
+        #expect(out == releases)
+    }
+
+    /// A producer that keeps a refused event and offers it again (the
+    /// offline renderer) is not counted as dropping it.
+    @Test func aRefusalTheProducerRetriesIsNotADrop() {
+        let q = EventQueue(capacity: 16)
+        while q.push(EngineEvent(frame: 0, .pitchBend(channel: 0, value: 1)), countingDrop: false) {}
+        #expect(!q.pushSysEx(frame: 0, [0xF0, 1, 0xF7], countingDrop: false))
+        #expect(q.dropped == 0)
+    }
+
     @Test func aSysExLargerThanTheByteRingIsRefused() {
         let q = EventQueue(capacity: 8, byteCapacity: 16)
         #expect(!q.pushSysEx(frame: 0, [UInt8](repeating: 0, count: 17)))
