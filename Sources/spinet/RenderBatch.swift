@@ -70,12 +70,18 @@ extension Render {
             }
             owners[key] = input
         }
-        let existing = targets.filter { access($0, F_OK) == 0 }
-        for target in existing {
-            var st = stat()
-            if stat(target, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR {
-                throw Failure("\(target) is a directory; the render of a file cannot replace it")
+        // No output may be a file the batch reads, a directory, a socket or a
+        // disk; a device or FIFO is written through (see `OutputFile`).
+        let inUse = inputs.map { FileInUse(path: $0, role: "a MIDI file of this batch") } + settings.filesInUse
+            + Self.defaultFontInUse(settings)
+        var existing: [String] = []
+        for target in targets {
+            let check: OutputFile.Check
+            do { check = try OutputFile.check(target, inUse: inUse) } catch {
+                if isDirectory(target) == true { throw Failure("\(target) is a directory; the render of a file cannot replace it") }
+                throw Failure(error.description)
             }
+            if check.state == .existingFile { existing.append(target) }
         }
         if let first = existing.first, !force {
             let more = existing.count > 1 ? " (and \(existing.count - 1) more)" : ""
@@ -128,7 +134,7 @@ extension Render {
                                    totalSeconds: estimates.reduce(0, +), workers: workers)
         let batch = BatchState(order: order)
         let job = BatchJob(inputs: inputs, targets: targets, estimates: estimates, container: container,
-                           settings: settings, force: force)
+                           settings: settings, force: force, inUse: inUse)
         let start = DispatchTime.now()
         let group = DispatchGroup()
         var threads: [NativeThread] = []
@@ -232,6 +238,7 @@ struct BatchJob: Sendable {
     var container: AudioFileFormat
     var settings: RenderSettings
     var force: Bool
+    var inUse: [FileInUse]
 
     /// A worker's loop: render files until none is left.
     func work(slot: Int, batch: BatchState, display: BatchDisplay) {
@@ -241,7 +248,7 @@ struct BatchJob: Sendable {
             do {
                 let out: OutputFile
                 do {
-                    out = try OutputFile(target: targets[i], force: force)
+                    out = try OutputFile(target: targets[i], force: force, format: container, inUse: inUse)
                 } catch {
                     throw Failure(error.description)
                 }
@@ -250,7 +257,7 @@ struct BatchJob: Sendable {
                 batch.rendered(r)
                 display.fileDone(slot: slot, estimate: estimates[i])
                 if !settings.quiet {
-                    display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i]))
+                    display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i]) + r.note)
                 }
             } catch let f as Failure where f.status == 130 {
                 batch.interrupted()
