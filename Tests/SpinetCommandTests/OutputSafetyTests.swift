@@ -22,6 +22,41 @@ func shell(_ script: String, timeout: Double = 400) throws -> SpinetCommand.Resu
     try SpinetCommand.run(["-c", script], timeout: timeout, program: "/bin/sh")
 }
 
+/// A process started and not waited for. (Processes started from the tests
+/// inherit a mask that blocks most signals, SIGCHLD among them, so a shell
+/// there cannot `wait` for its children: the tests start them here.)
+final class Started {
+    let process = Process()
+    let stderrPath: String
+
+    init(_ arguments: [String], program: String = SpinetCommand.executable, stdout: String? = nil) throws {
+        stderrPath = FileManager.default.temporaryDirectory.appendingPathComponent("spinet-stderr-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        if let stdout {
+            FileManager.default.createFile(atPath: stdout, contents: nil)
+            process.standardOutput = FileHandle(forWritingAtPath: stdout)
+        } else {
+            process.standardOutput = FileHandle.nullDevice
+        }
+        try process.run()
+    }
+
+    /// Waits (killing it after `timeout` seconds); the exit status and standard error.
+    func finish(timeout: Double = 400) -> (status: Int32, stderr: String) {
+        let start = Date()
+        while process.isRunning && Date().timeIntervalSince(start) < timeout { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        let text = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+        unlink(stderrPath)
+        return (process.terminationStatus, text)
+    }
+}
+
 /// Single-quoted for the shell.
 func quoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
@@ -56,11 +91,10 @@ struct OutputSafetyTests {
         try #require(mkfifo(fifo, 0o644) == 0)
         let captured = FileManager.default.temporaryDirectory.appendingPathComponent("spinet-fifo-capture-\(getpid()).wav")
         defer { try? FileManager.default.removeItem(at: captured) }
-        // The reader, as a shell would start it; killed after 60 s if nothing ever opens the FIFO.
-        let script = "timeout -s KILL 60 cat \(quoted(fifo)) > \(quoted(captured.path)) & reader=$!; "
-            + ([SpinetCommand.executable, "render", input, "-o", fifo, "--soundfont", font, "--quiet"] + extra).map(quoted).joined(separator: " ")
-            + "; status=$?; wait $reader; exit $status"
-        let r = try shell(script)
+        // The reader, as a shell would start it (killed after 60 s if nothing ever opens the FIFO).
+        let reader = try Started([fifo], program: "/bin/cat", stdout: captured.path)
+        let r = try SpinetCommand.run(["render", input, "-o", fifo, "--soundfont", font, "--quiet"] + extra)
+        _ = reader.finish(timeout: r.status == 0 ? 60 : 1)
         #expect(r.status == 0, "\(extra): \(r.stderr)")
         #expect(fileType(fifo) == S_IFIFO, "\(extra): the FIFO was replaced")
         let wav = try? WAVFile(data: Data(contentsOf: captured))
@@ -206,10 +240,10 @@ struct OutputSafetyTests {
         let input = try write(arpeggio(seconds: 10), to: dir, "song.mid")
         let out = dir.appendingPathComponent("song.wav").path
         // Wait for the temporary file (the render has started), then make the output.
-        let script = ([SpinetCommand.executable, "render", input, "-o", out, "--soundfont", font, "--quiet"]).map(quoted).joined(separator: " ")
-            + " & render=$!; while ! ls -A \(quoted(dir.path)) | grep -q spinet-; do sleep 0.01; done; "
-            + "echo intruder > \(quoted(out)); wait $render"
-        let r = try shell(script)
+        let render = try Started(["render", input, "-o", out, "--soundfont", font, "--quiet"])
+        while render.process.isRunning && !listing(dir).contains(where: { $0.contains(".spinet-") }) { usleep(5_000) }
+        try Data("intruder\n".utf8).write(to: URL(fileURLWithPath: out))
+        let r = render.finish()
         #expect(r.status == 1, "\(r.stderr)")
         #expect(r.stderr.contains(out) && r.stderr.contains("appeared during the render"), "\(r.stderr)")
         #expect(!r.stderr.contains(".spinet-"), "\(r.stderr)")
@@ -223,10 +257,9 @@ struct OutputSafetyTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let input = try write(arpeggio(seconds: 4), to: dir, "song.mid")
         let out = dir.appendingPathComponent("song.wav").path
-        let render = ([SpinetCommand.executable, "render", input, "-o", out, "--soundfont", font, "--quiet"]).map(quoted).joined(separator: " ")
-        let r = try shell("\(render) & a=$!; \(render) & b=$!; wait $a; sa=$?; wait $b; sb=$?; echo $sa $sb")
-        let statuses = String(decoding: r.stdout, as: UTF8.self).split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-        #expect(statuses.sorted() == [0, 1], "statuses \(statuses): \(r.stderr)")
+        let renders = try (0..<2).map { _ in try Started(["render", input, "-o", out, "--soundfont", font, "--quiet"]) }
+        let results = renders.map { $0.finish() }
+        #expect(results.map(\.status).sorted() == [0, 1], "\(results)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: out)).prefix(4) == Data("RIFF".utf8))
         #expect(listing(dir) == ["song.mid", "song.wav"])
     }
