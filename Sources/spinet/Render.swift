@@ -251,7 +251,8 @@ struct Render: ParsableCommand {
         let rf64: Bool
         do {
             let options = OfflineRenderer.Options()
-            let maxFrames = musicEnd + Int64((options.tailCap + options.fadeSeconds + 1) * Double(rate))
+            let (sum, overflow) = musicEnd.addingReportingOverflow(Int64((options.tailCap + options.fadeSeconds + 1) * Double(rate)))
+            let maxFrames = overflow ? Int64.max : sum   // saturating, as the renderer's own tail cap
             rf64 = try AudioFileWriter.needsRF64(format: container, sampleFormat: s.sampleFormat, maxFrames: maxFrames, name: out.displayName)
                 && out.isSeekable   // a WAV stream already marks its sizes unknown
         } catch {
