@@ -1,5 +1,6 @@
 import CSndFile
 import Glibc
+import SpinetSupport
 
 /// Container formats Spinet writes (through libsndfile).
 public enum AudioFileFormat: String, CaseIterable, Sendable {
@@ -45,6 +46,8 @@ public final class AudioFileWriter {
     private var pipe: PipeStream?
     private var virtualIO = PipeStream.callbacks
     private let description: String
+    /// The file written by path (nil: a descriptor), for the Ogg serial rewrite.
+    private let path: String?
     private var interleavedFloat: [Float] = []
     private var interleavedInt: [Int32] = []
     private var interleavedShort: [Int16] = []
@@ -59,6 +62,13 @@ public final class AudioFileWriter {
         info.samplerate = Int32(sampleRate)
         info.channels = 2
         info.format = Self.sfFormat(format, sampleFormat)
+        // libsndfile's MPEG encoder takes only the MPEG rates, but sf_format_check
+        // lets any rate through and sf_open fails later: check here, before any work.
+        if format == .mp3 && !mp3Rates.contains(sampleRate) {
+            let usable = mp3Rates.filter { $0 >= 22050 }.map(String.init)
+            throw AudioFileError(description: "MP3 cannot be written at \(sampleRate) Hz; use --rate "
+                + usable.dropLast().joined(separator: ", ") + " or \(usable.last!), or .wav or .flac")
+        }
         if sf_format_check(&info) == 0 {
             switch format {
             case .flac where sampleFormat == .float32:
@@ -69,6 +79,28 @@ public final class AudioFileWriter {
                 throw AudioFileError(description: "\(format.rawValue.uppercased()) cannot store \(sampleFormat.rawValue)-bit samples at \(sampleRate) Hz")
             }
         }
+    }
+
+    /// The sample rates MPEG audio (layer III) allows.
+    static let mp3Rates = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000]
+
+    /// Sizes in a WAV or AIFF header are 32 bits: past this many bytes of
+    /// samples (less room for the header chunks) they wrap around.
+    public static let classicSizeLimit: Int64 = Int64(UInt32.max) - 65536
+
+    /// How a render of at most `maxFrames` frames is stored. WAV switches to
+    /// RF64 (64-bit sizes, read by broadcast and audio tools) when its data
+    /// can pass 4 GB, and stays plain WAV otherwise; AIFF has no such variant
+    /// and is refused (`name` is the output, for the error). Returns true for RF64.
+    public static func needsRF64(format: AudioFileFormat, sampleFormat: SampleFormat, maxFrames: Int64,
+                                 name: String) throws(AudioFileError) -> Bool {
+        guard format == .wav || format == .aiff else { return false }
+        let bytesPerSample: Int64 = sampleFormat == .int16 ? 2 : sampleFormat == .int24 ? 3 : 4
+        let (bytes, overflow) = maxFrames.multipliedReportingOverflow(by: 2 * bytesPerSample)
+        guard overflow || bytes > classicSizeLimit else { return false }
+        if format == .wav { return true }
+        let gb = overflow ? "more than 4" : formatted("%.1f", Double(bytes) / 1e9)
+        throw AudioFileError(description: "\(name): AIFF cannot hold more than 4 GB, and this render can reach \(gb) GB; use .wav (written as RF64) or .flac")
     }
 
     static func sfFormat(_ format: AudioFileFormat, _ sampleFormat: SampleFormat) -> Int32 {
@@ -87,13 +119,18 @@ public final class AudioFileWriter {
         }
     }
 
-    /// Opens `path` for writing, or standard output when `fileDescriptor` is given.
-    public init(path: String, fileDescriptor: Int32? = nil, format: AudioFileFormat, sampleFormat: SampleFormat, sampleRate: Int) throws(AudioFileError) {
+    /// Opens `path` for writing, or the open `fileDescriptor` (standard
+    /// output, a device, a FIFO) when given. `name` is what errors call the
+    /// output (the file the user named, not a temporary file); `rf64` writes
+    /// a WAV as RF64 (see `needsRF64`; not for a stream).
+    public init(path: String, fileDescriptor: Int32? = nil, format: AudioFileFormat, sampleFormat: SampleFormat, sampleRate: Int,
+                rf64: Bool = false, name: String? = nil) throws(AudioFileError) {
         try Self.validate(format: format, sampleFormat: sampleFormat, sampleRate: sampleRate)
         self.format = format
         self.sampleFormat = format.isLossy ? .float32 : sampleFormat
         self.sampleRate = sampleRate
-        description = fileDescriptor == nil ? path : "standard output"
+        description = name ?? (fileDescriptor == nil ? path : "standard output")
+        self.path = fileDescriptor == nil ? path : nil
         var info = SF_INFO()
         info.samplerate = Int32(sampleRate)
         info.channels = 2
@@ -107,8 +144,10 @@ public final class AudioFileWriter {
             pipe = p
             file = sf_open_virtual(&virtualIO, Int32(SFM_WRITE), &info, Unmanaged.passUnretained(p).toOpaque())
         } else if let fd = fileDescriptor {
+            if rf64 && format == .wav { info.format = Int32(SF_FORMAT_RF64) | (info.format & Int32(SF_FORMAT_SUBMASK)) }
             file = sf_open_fd(fd, Int32(SFM_WRITE), &info, 0)
         } else {
+            if rf64 && format == .wav { info.format = Int32(SF_FORMAT_RF64) | (info.format & Int32(SF_FORMAT_SUBMASK)) }
             file = sf_open(path, Int32(SFM_WRITE), &info)
         }
         guard file != nil else {
@@ -204,6 +243,15 @@ public final class AudioFileWriter {
         sf_write_sync(f)
         if sf_close(f) != 0 {
             throw AudioFileError(description: "finishing \(description) failed: \(String(cString: strerror(errno)))")
+        }
+        // libsndfile gives each Ogg stream a random serial number; a fixed
+        // one keeps renders byte-identical (a descriptor cannot be read back).
+        if format == .ogg, let path {
+            do {
+                try OggPages.normalizeSerial(path: path)
+            } catch {
+                throw AudioFileError(description: "finishing \(description) failed: \(error.description)")
+            }
         }
     }
 }

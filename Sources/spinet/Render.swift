@@ -171,6 +171,9 @@ struct Render: ParsableCommand {
             guard output != "-" else { throw Failure("--normalize measures the whole render before writing it; it cannot stream to standard output (-o -)") }
             s.normalize = target
         }
+        s.filesInUse = s.soundFonts.map { FileInUse(path: $0, role: "a SoundFont in use") }
+            + [(self.presets ?? file.presets).map { FileInUse(path: $0, role: "the preset file in use") },
+               file.path.map { FileInUse(path: $0, role: "the config file in use") }].compactMap { $0 }
         // The --channel options, checked once here; port numbers are checked
         // again for each file, against the ports it uses.
         _ = try Self.applyAssignments(s.channelAssignments, to: OscillatorSynth(presets: s.presetBank, polyphony: 1), ports: 16,
@@ -207,17 +210,24 @@ struct Render: ParsableCommand {
         let settings = try settings(batch: false)
         let input = inputs[0]
         if output == nil, let problem = Self.noDerivedName(input) { throw Failure(problem) }
-        let target = output ?? Self.defaultOutput(for: input)
-        let container: AudioFileFormat
-        if let format {
+        let chosen = try format.map { format in
             guard let f = AudioFileFormat(rawValue: format.lowercased()) else {
                 throw Failure("--format \(format) is not supported; use wav, flac, ogg, aiff or mp3")
             }
-            container = f
-        } else if target == "-" {
-            container = .wav
-        } else if let f = AudioFileFormat(pathExtension: URL(fileURLWithPath: target).pathExtension) {
-            container = f
+            return f
+        }
+        let target = output ?? Self.defaultOutput(for: input, format: chosen ?? .wav)
+        let named = target == "-" ? nil : AudioFileFormat(pathExtension: URL(fileURLWithPath: target).pathExtension)
+        let container: AudioFileFormat
+        if let chosen {
+            if let named, named != chosen {
+                throw Failure("\(target) is named as \(named.rawValue.uppercased()) but --format asks for \(chosen.rawValue); rename the output or drop --format")
+            }
+            container = chosen
+        } else if target == "-" || Self.isDeviceOrFIFO(target) {
+            container = .wav   // a stream, as `-o -`: /dev/null, a named pipe
+        } else if let named {
+            container = named
         } else {
             throw Failure("cannot tell the audio format of \(target) from its extension; use .wav, .flac, .ogg, .aiff or .mp3, or pass --format")
         }
@@ -228,19 +238,25 @@ struct Render: ParsableCommand {
         }
         let out: OutputFile
         do {
-            out = try OutputFile(target: target, force: force)
+            out = try OutputFile(target: target, force: force, format: container,
+                                 inUse: [FileInUse(path: input, role: "the MIDI file being rendered")] + settings.filesInUse
+                                     + Self.defaultFontInUse(settings))
         } catch {
             throw Failure(error.description)
         }
         var notes: OutputFile?
         if let path = dataset.notes {
-            do { notes = try OutputFile(target: path, force: force) } catch { throw Failure("--notes: " + error.description) }
+            do {
+                notes = try OutputFile(target: path, force: force,
+                                       inUse: [FileInUse(path: input, role: "the MIDI file being rendered")] + settings.filesInUse
+                                           + Self.defaultFontInUse(settings))
+            } catch { throw Failure("--notes: " + error.description) }
         }
         let bar = ProgressBar(enabled: !quiet && isatty(STDERR_FILENO) == 1)
         let result = try Self.renderFile(input, to: out, format: container, settings: settings, notes: notes,
                                          announceSoundFont: true, progress: bar, log: printError)
         if !quiet {
-            printError(Self.summary(result.report, seconds: result.seconds, target: target, loudness: result.loudness))
+            printError(Self.summary(result.report, seconds: result.seconds, target: target, loudness: result.loudness) + result.note)
         }
     }
 
@@ -274,6 +290,19 @@ struct Render: ParsableCommand {
         let hasNotes = schedule.events.contains { if case .message(let m) = $0.kind { return m.isNoteOn } else { return false } }
         guard hasNotes else {
             throw Failure("\(input) has no notes to play (\(schedule.events.count) events, none a note-on); nothing rendered")
+        }
+        // The longest the output can be (the music, the tail cap, its fade and
+        // the latency, with a second to spare) decides RF64 over WAV, or refuses AIFF.
+        let musicEnd = max(schedule.endFrame, schedule.events.last?.frame ?? 0)
+        let rf64: Bool
+        do {
+            let options = OfflineRenderer.Options()
+            let (sum, overflow) = musicEnd.addingReportingOverflow(Int64((options.tailCap + options.fadeSeconds + 1) * Double(rate)))
+            let maxFrames = overflow ? Int64.max : sum   // saturating, as the renderer's own tail cap
+            rf64 = try AudioFileWriter.needsRF64(format: container, sampleFormat: s.sampleFormat, maxFrames: maxFrames, name: out.displayName)
+                && out.isSeekable   // a WAV stream already marks its sizes unknown
+        } catch {
+            throw Failure(error.description)
         }
 
         try Self.checkMuteAndSolo(schedule, input: input, settings: s, log: log)
@@ -383,8 +412,9 @@ struct Render: ParsableCommand {
 
         let writer: AudioFileWriter
         do {
-            writer = try AudioFileWriter(path: out.writePath, fileDescriptor: out.isStandardOutput ? STDOUT_FILENO : nil,
-                                         format: container, sampleFormat: s.sampleFormat, sampleRate: rate)
+            writer = try AudioFileWriter(path: out.writePath, fileDescriptor: out.fileDescriptor,
+                                         format: container, sampleFormat: s.sampleFormat, sampleRate: rate,
+                                         rf64: rf64, name: out.displayName)
         } catch {
             throw Failure(error.description)
         }
@@ -477,7 +507,8 @@ struct Render: ParsableCommand {
             notes?.discard()
             throw (error as? Failure) ?? Failure("\(error)")
         }
-        return FileRender(report: report, seconds: seconds, loudness: loudness)
+        return FileRender(report: report, seconds: seconds, loudness: loudness,
+                          note: rf64 ? " (RF64: the render could pass the 4 GB a WAV header can hold)" : "")
     }
 
     /// Writes a small text file's temporary file (committed by the caller).
@@ -618,9 +649,21 @@ struct Render: ParsableCommand {
             || (input.hasPrefix("/dev/") && !input.hasPrefix("/dev/shm/")) || input.hasPrefix("/proc/")
     }
 
-    static func defaultOutput(for input: String) -> String {
+    static func defaultOutput(for input: String, format: AudioFileFormat = .wav) -> String {
         let url = URL(fileURLWithPath: input)
-        return url.deletingPathExtension().appendingPathExtension("wav").path
+        return url.deletingPathExtension().appendingPathExtension(format.rawValue).path
+    }
+
+    /// An existing character device or FIFO (followed through links): written through, never replaced.
+    static func isDeviceOrFIFO(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && ((st.st_mode & S_IFMT) == S_IFCHR || (st.st_mode & S_IFMT) == S_IFIFO)
+    }
+
+    /// The default SoundFont, when no font is named: the output may not replace it either.
+    static func defaultFontInUse(_ s: RenderSettings) -> [FileInUse] {
+        guard s.soundFonts.isEmpty, let font = SoundFontLocator.defaultSoundFont() else { return [] }
+        return [FileInUse(path: font, role: "the SoundFont in use")]
     }
 
     static func clock(_ seconds: Double) -> String {
@@ -675,6 +718,8 @@ struct RenderSettings: Sendable {
     var equalizer: Equalizer.Parameters?
     /// --normalize: the integrated loudness to bring each output to, in LUFS.
     var normalize: Double?
+    /// Files the render reads besides the MIDI file (fonts, presets, config): never the output.
+    var filesInUse: [FileInUse] = []
 }
 
 /// What one file's render did.
@@ -684,6 +729,8 @@ struct FileRender: Sendable {
     var seconds: Double
     /// What --normalize measured and did.
     var loudness: LoudnessNormalizer.Result? = nil
+    /// Appended to the summary line (RF64).
+    var note = ""
 }
 
 /// Follows one file's render: `start` once its length is known, `update`

@@ -79,12 +79,18 @@ extension Render {
             }
             owners[key] = input
         }
-        var existing = targets.filter { access($0, F_OK) == 0 }
-        for target in existing {
-            var st = stat()
-            if stat(target, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR {
-                throw Failure("\(target) is a directory; the render of a file cannot replace it")
+        // No output may be a file the batch reads, a directory, a socket or a
+        // disk; a device or FIFO is written through (see `OutputFile`).
+        let inUse = inputs.map { FileInUse(path: $0, role: "a MIDI file of this batch") } + settings.filesInUse
+            + Self.defaultFontInUse(settings)
+        var existing: [String] = []
+        for target in targets {
+            let check: OutputFile.Check
+            do { check = try OutputFile.check(target, inUse: inUse) } catch {
+                if isDirectory(target) == true { throw Failure("\(target) is a directory; the render of a file cannot replace it") }
+                throw Failure(error.description)
             }
+            if check.state == .existingFile { existing.append(target) }
         }
         // --skip-existing: an output that is there is complete (each render
         // is renamed into place only when it has finished), so its input is
@@ -158,7 +164,7 @@ extension Render {
                                    totalSeconds: estimates.reduce(0, +), workers: workers)
         let batch = BatchState(order: order)
         let job = BatchJob(inputs: inputs, targets: targets, estimates: estimates, container: container,
-                           settings: settings, force: force, report: report, notesDirectory: notesDirectory)
+                           settings: settings, force: force, inUse: inUse, report: report, notesDirectory: notesDirectory)
         let start = DispatchTime.now()
         let group = DispatchGroup()
         var threads: [NativeThread] = []
@@ -265,6 +271,7 @@ struct BatchJob: Sendable {
     var container: AudioFileFormat
     var settings: RenderSettings
     var force: Bool
+    var inUse: [FileInUse]
     var report: BatchReport?
     /// `--notes DIR`: one CSV per input.
     var notesDirectory: String?
@@ -277,14 +284,14 @@ struct BatchJob: Sendable {
             do {
                 let out: OutputFile
                 do {
-                    out = try OutputFile(target: targets[i], force: force)
+                    out = try OutputFile(target: targets[i], force: force, format: container, inUse: inUse)
                 } catch {
                     throw Failure(error.description)
                 }
                 var notes: OutputFile?
                 if let notesDirectory {
                     let name = URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + ".csv"
-                    do { notes = try OutputFile(target: notesDirectory + "/" + name, force: force) } catch { throw Failure(error.description) }
+                    do { notes = try OutputFile(target: notesDirectory + "/" + name, force: force, inUse: inUse) } catch { throw Failure(error.description) }
                 }
                 let r = try Render.renderFile(input, to: out, format: container, settings: settings, notes: notes,
                                               announceSoundFont: false, progress: progress, log: display.print)
@@ -292,7 +299,7 @@ struct BatchJob: Sendable {
                 report?.add(input: input, outputs: [targets[i]] + (notes.map { [$0.target] } ?? []), status: "rendered", render: r)
                 display.fileDone(slot: slot, estimate: estimates[i])
                 if !settings.quiet {
-                    display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i], loudness: r.loudness))
+                    display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i], loudness: r.loudness) + r.note)
                 }
             } catch let f as Failure where f.status > 128 {   // stopped by a signal
                 batch.interrupted()
