@@ -389,7 +389,7 @@ struct Play: ParsableCommand {
         let dropped = droppedEvents(engine, sequencer)
         var why = ""
         if dropped > 0 {
-            why = " (engine queue full \(stats.droppedEvents), kernel pool overflowed \(seqStats?.overflows ?? 0) times, "
+            why = " (engine queue or SoundFont flood backlog full \(stats.droppedEvents); never a note-off, pedal release or All Notes Off; kernel pool overflowed \(seqStats?.overflows ?? 0) times, "
                 + "kernel lost \(seqStats?.kernelLost ?? 0), SysEx too long \(seqStats?.sysExTooLong ?? 0), "
                 + "SysEx unfinished \(seqStats?.sysExUnfinished ?? 0))"
         }

@@ -230,7 +230,8 @@ def cmd_fade(a):
     end = x[last - 2 * ms:last + 1]
     lb = max((abs(v) for v in before), default=0.0)
     le = max((abs(v) for v in end), default=0.0)
-    step = max(abs(x[i] - x[i - 1]) for i in range(last - 30 * ms, last + 2 * ms))
+    # (the capture may end right after the sound: a late start on a loaded host)
+    step = max((abs(x[i] - x[i - 1]) for i in range(max(1, last - 30 * ms), min(len(x), last + 2 * ms))), default=0.0)
     ok = lb > 0.01 and le < 0.1 * lb
     return ok, "sound ends at %.3f s: %.1f dBFS 40-60 ms before the end, %.1f dBFS in the last 2 ms, largest step %.4f" % (
         last / rate, db(lb), db(le), step)
