@@ -358,6 +358,11 @@ public final class SoundFontUnit: InstrumentUnit {
         if (st.st_mode & S_IFMT) == S_IFDIR {
             throw SoundFontError(path: path, reason: "is a directory; pass a .sf2/.sf3 file with --soundfont")
         }
+        // Every load passes here (render, play's font switch, bench): opening
+        // a FIFO would block until something writes to it.
+        if (st.st_mode & S_IFMT) != S_IFREG {
+            throw SoundFontError(path: path, reason: "is not a regular file (a FIFO, a device or a socket); a SoundFont is an .sf2 or .sf3 file")
+        }
         if access(path, R_OK) != 0 {
             throw SoundFontError(path: path, reason: "\(String(cString: strerror(errno))); check the file's permissions")
         }
