@@ -1,5 +1,6 @@
 import CFluidSynth
 import Glibc
+import Synchronization
 
 /// What FluidSynth reads when a SoundFont unit loads a font through its own
 /// loader: the file with its preset data cut down to a `PresetSubset`, or
@@ -117,8 +118,21 @@ final class FontFileView {
         return segments
     }
 
+    /// FluidSynth decodes an SF3 font's samples in OpenMP tasks that share
+    /// one handle; where OpenMP runs threads (a test process, a plugin
+    /// host: `spinet` itself runs its regions inline) reads, seeks and tells
+    /// come from several threads at once.
+    private let handleLock = Mutex(())
+
     /// Reads exactly `count` bytes at the current position, or fails.
     func read(_ buffer: UnsafeMutableRawPointer, count: Int64) -> Bool {
+        handleLock.withLock { _ in readLocked(buffer, count: count) }
+    }
+
+    /// The position, for FluidSynth's `ftell`.
+    var currentPosition: Int64 { handleLock.withLock { _ in position } }
+
+    private func readLocked(_ buffer: UnsafeMutableRawPointer, count: Int64) -> Bool {
         guard count >= 0, position >= 0, count <= size - position else { return false }
         var done: Int64 = 0
         for s in segments where done < count {
@@ -141,6 +155,10 @@ final class FontFileView {
     }
 
     func seek(_ offset: Int64, origin: Int32) -> Bool {
+        handleLock.withLock { _ in seekLocked(offset, origin: origin) }
+    }
+
+    private func seekLocked(_ offset: Int64, origin: Int32) -> Bool {
         let base: Int64
         switch origin {
         case SEEK_SET: base = 0
@@ -170,7 +188,7 @@ final class FontFileView {
             return Unmanaged<FontFileView>.fromOpaque(handle).takeUnretainedValue().seek(offset, origin: origin) ? FLUID_OK : FLUID_FAILED
         }, { handle in
             guard let handle else { return fluid_long_long_t(FLUID_FAILED) }
-            return Unmanaged<FontFileView>.fromOpaque(handle).takeUnretainedValue().position
+            return Unmanaged<FontFileView>.fromOpaque(handle).takeUnretainedValue().currentPosition
         }, { handle in
             guard let handle else { return FLUID_FAILED }
             Unmanaged<FontFileView>.fromOpaque(handle).release()
