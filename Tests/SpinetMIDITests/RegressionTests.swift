@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SpinetTestSupport
 @testable import SpinetMIDI
 
 // Replays every input that ever broke Spinet (Regressions/, see its README)
@@ -13,21 +14,16 @@ private let testsFolder = URL(fileURLWithPath: #filePath).deletingLastPathCompon
 private let regressions = testsFolder.appendingPathComponent("Regressions")
 private let repositoryRoot = testsFolder.deletingLastPathComponent().deletingLastPathComponent()
 
-/// The files in `folder` (README aside), sorted, as (name, path).
-private func inputs(_ folder: URL) -> [String] {
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-    return names.filter { !$0.hasPrefix(".") && !$0.hasSuffix(".md") }.sorted().map { folder.appendingPathComponent($0).path }
-}
 
-private let midiFileInputs = inputs(regressions.appendingPathComponent("midi-file"))
-    + inputs(repositoryRoot.appendingPathComponent("Fuzz/corpus/MIDIFileFuzzer"))
-private let byteStreamInputs = inputs(regressions.appendingPathComponent("byte-parser"))
-    + inputs(repositoryRoot.appendingPathComponent("Fuzz/corpus/MIDIByteParserFuzzer"))
+private let midiFileInputs = regressionInputs(regressions.appendingPathComponent("midi-file"))
+    + regressionInputs(repositoryRoot.appendingPathComponent("Fuzz/corpus/MIDIFileFuzzer"))
+private let byteStreamInputs = regressionInputs(regressions.appendingPathComponent("byte-parser"))
+    + regressionInputs(repositoryRoot.appendingPathComponent("Fuzz/corpus/MIDIByteParserFuzzer"))
 
 @Suite("Regressions")
 struct RegressionTests {
     @Test func theRegressionFoldersAreFound() {
-        #expect(inputs(regressions.appendingPathComponent("midi-file")).count >= 3, "\(regressions.path)")
+        #expect(regressionInputs(regressions.appendingPathComponent("midi-file")).count >= 3, "\(regressions.path)")
         #expect(midiFileInputs.count >= 40 && byteStreamInputs.count >= 10)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SpinetTestSupport
 import SpinetFile
 
 // Replays every config file that ever broke the config reader or the
@@ -9,8 +10,8 @@ import SpinetFile
 // spec in it, and each line given as a command-line spec, names channels on
 // the ports there are or fails with a message naming the option.
 
-private let configInputs = replayInputs(regressionsFolder.appendingPathComponent("config"))
-    + replayInputs(repositoryRoot.appendingPathComponent("Fuzz/corpus/ConfigFuzzer"))
+private let configInputs = regressionInputs(regressionsFolder.appendingPathComponent("config"))
+    + regressionInputs(repositoryRoot.appendingPathComponent("Fuzz/corpus/ConfigFuzzer"))
 
 @Suite("Config regressions")
 struct ConfigRegressionTests {

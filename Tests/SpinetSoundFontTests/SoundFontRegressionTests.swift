@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SpinetTestSupport
 @testable import SpinetSoundFont
 
 // Replays every SoundFont that ever broke Spinet's own SoundFont readers
@@ -10,19 +11,14 @@ import Testing
 
 let regressionsFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Regressions")
 
-/// The files in `folder` (READMEs aside), sorted, as paths.
-func replayInputs(_ folder: URL) -> [String] {
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-    return names.filter { !$0.hasPrefix(".") && !$0.hasSuffix(".md") }.sorted().map { folder.appendingPathComponent($0).path }
-}
 
-private let soundFontInputs = replayInputs(regressionsFolder.appendingPathComponent("soundfont"))
-    + replayInputs(repositoryRoot.appendingPathComponent("Fuzz/corpus/SoundFontFuzzer"))
+private let soundFontInputs = regressionInputs(regressionsFolder.appendingPathComponent("soundfont"))
+    + regressionInputs(repositoryRoot.appendingPathComponent("Fuzz/corpus/SoundFontFuzzer"))
 
 @Suite("SoundFont regressions")
 struct SoundFontRegressionTests {
     @Test func theFoldersAreFound() {
-        #expect(replayInputs(regressionsFolder.appendingPathComponent("soundfont")).count >= 1, "\(regressionsFolder.path)")
+        #expect(regressionInputs(regressionsFolder.appendingPathComponent("soundfont")).count >= 1, "\(regressionsFolder.path)")
         #expect(soundFontInputs.count >= 10)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SpinetTestSupport
 @testable import SpinetSynth
 import SpinetSupport
 
@@ -12,13 +13,9 @@ import SpinetSupport
 private let testsFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 private let repositoryRoot = testsFolder.deletingLastPathComponent().deletingLastPathComponent()
 
-private func inputs(_ folder: URL) -> [String] {
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-    return names.filter { !$0.hasPrefix(".") && !$0.hasSuffix(".md") }.sorted().map { folder.appendingPathComponent($0).path }
-}
 
-private let presetFileInputs = inputs(testsFolder.appendingPathComponent("Regressions/presets"))
-    + inputs(repositoryRoot.appendingPathComponent("Fuzz/corpus/PresetFileFuzzer"))
+private let presetFileInputs = regressionInputs(testsFolder.appendingPathComponent("Regressions/presets"))
+    + regressionInputs(repositoryRoot.appendingPathComponent("Fuzz/corpus/PresetFileFuzzer"))
 
 @Suite("Preset file regressions")
 struct PresetFileRegressionTests {
