@@ -4,7 +4,7 @@
 # distribution's package archive). Extra package names may be passed, e.g.
 # `scripts/install-deps.sh fluidsynth` for the benchmark's peer.
 set -euo pipefail
-packages=(libasound2-dev libfluidsynth-dev libsndfile1-dev libebur128-dev pkg-config "$@")
+packages=(libasound2-dev libfluidsynth-dev libsndfile1-dev libebur128-dev libjack-jackd2-dev jackd2 pkg-config "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
