@@ -20,6 +20,8 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // EBU R128 loudness, for --normalize.
         .systemLibrary(name: "CEBUR128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
+        // JACK (jackd2, or PipeWire's libjack): the shim wraps the variadic jack_client_open.
+        .systemLibrary(name: "CJACK", pkgConfig: "jack", providers: [.apt(["libjack-jackd2-dev"])]),
 
         // JSON, text and number formatting shared by the modules above the engine.
         .target(name: "SpinetSupport"),
@@ -36,6 +38,8 @@ let package = Package(
         .target(name: "SpinetSynth", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSupport"], exclude: ["PRESETS.md"]),
         .target(name: "SpinetFile", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSupport", "CSndFile", "CEBUR128"]),
         .target(name: "SpinetALSA", dependencies: ["CALSA", "SpinetEngine", "SpinetMIDI", "SpinetFile", "SpinetSupport"]),
+        // The JACK client: audio out and MIDI in inside the JACK/PipeWire graph.
+        .target(name: "SpinetJACK", dependencies: ["CJACK", "SpinetEngine", "SpinetMIDI"]),
         .executableTarget(name: "spinet", dependencies: [
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetALSA", "SpinetSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -57,6 +61,7 @@ let package = Package(
         .testTarget(name: "SpinetSupportTests", dependencies: ["SpinetSupport"]),
         .testTarget(name: "SpinetEffectsTests", dependencies: ["SpinetEffects", "SpinetTestSupport"]),
         .testTarget(name: "SpinetALSATests", dependencies: ["SpinetALSA", "SpinetEngine", "SpinetMIDI", "CALSA", "SpinetTestSupport", "CRealtimeProbe"]),
+        .testTarget(name: "SpinetJACKTests", dependencies: ["SpinetJACK", "CJACK", "SpinetEngine", "SpinetSynth", "SpinetMIDI", "SpinetTestSupport", "CRealtimeProbe"]),
         .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport", "CEBUR128"]),
     ]
 )
