@@ -98,6 +98,8 @@ public final class JACKClient: @unchecked Sendable {
     let xrunCount = Atomic<Int>(0)
     /// Set by jack_on_shutdown / jack_on_info_shutdown.
     let serverGone = Atomic<Bool>(false)
+    /// From the server's going away until the client is back with its connections re-made.
+    let awaitingServer = Atomic<Bool>(false)
     /// Set once the process thread should release every held note (the server came back).
     let releaseRequested = Atomic<Bool>(false)
     /// Monotonic nanoseconds of the last port (dis)connection seen (0: none pending).
@@ -231,7 +233,9 @@ public final class JACKClient: @unchecked Sendable {
     public var xruns: Int { xrunCount.load(ordering: .relaxed) }
     public var isFreewheeling: Bool { freewheeling.load(ordering: .relaxed) }
     /// True while the server is away (between its shutdown and our return).
-    public var isWaitingForServer: Bool { serverGone.load(ordering: .relaxed) }
+    /// True from the server's going away until the client is back and its
+    /// connections are re-made (those to ports that are there).
+    public var isWaitingForServer: Bool { awaitingServer.load(ordering: .acquiring) }
     /// Process cycles run since the client opened (across reconnections).
     public var cycles: Int { cycleCount.load(ordering: .relaxed) }
     /// MIDI events that arrived while no graph matched the server's rate (a
@@ -301,7 +305,7 @@ public final class JACKClient: @unchecked Sendable {
     private func open() throws(JACKError) {
         var status = jack_status_t(rawValue: 0)
         guard let c = spinet_jack_client_open(configuration.name, configuration.server, 1, &status) else {
-            throw JACKError.openFailed(name: configuration.name, status: status)
+            throw JACKError.openFailed(name: configuration.name, server: configuration.server, status: status)
         }
         let rate = Int(jack_get_sample_rate(c))
         serverRate.store(rate, ordering: .releasing)
@@ -429,11 +433,13 @@ public final class JACKClient: @unchecked Sendable {
             releaseRetired()
 
             if serverGone.load(ordering: .acquiring) {
+                awaitingServer.store(true, ordering: .releasing)
                 let kept = remembered.withLock { $0 }
                 if let back = reconnect() {
-                    missing = remake(kept, back)
+                    connectionLock.withLock { _ in missing = remake(kept, back) }
                     missingUntil = Self.now() + 10_000_000_000
                     remembered.withLock { $0 = kept }
+                    awaitingServer.store(false, ordering: .releasing)
                 } else {
                     return      // stopping
                 }

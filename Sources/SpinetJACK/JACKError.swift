@@ -8,22 +8,29 @@ public struct JACKError: Error, CustomStringConvertible, Equatable, Sendable {
     /// No server to talk to (JackNoStartServer keeps libjack from starting one).
     public static let noServer = JACKError("no JACK server running; start one (jackd, or PipeWire's pipewire-jack)")
 
-    /// The error for a failed `jack_client_open`, from its status bits.
-    static func openFailed(name: String, status: jack_status_t) -> JACKError {
+    /// The error for a failed `jack_client_open` of `name` on `server`.
+    /// jackd2's status bits do not tell a taken name from a missing server
+    /// (it reports JackServerFailed for one and JackServerError for the
+    /// other; PipeWire differs again), so a second client with a name of
+    /// JACK's choosing asks the server itself.
+    static func openFailed(name: String, server: String?, status: jack_status_t) -> JACKError {
         let bits = status.rawValue
-        if bits & JackServerFailed.rawValue != 0 || bits & JackServerError.rawValue != 0 {
-            return .noServer
-        }
-        if bits & JackNameNotUnique.rawValue != 0 {
-            return JACKError("a JACK client named '\(name)' is already running; choose another --name")
-        }
+        if bits & JackNameNotUnique.rawValue != 0 { return nameTaken(name) }
         if bits & JackVersionError.rawValue != 0 {
             return JACKError("the JACK server speaks another protocol version than this libjack; update one of them")
         }
-        if bits & JackShmFailure.rawValue != 0 {
-            return JACKError("cannot reach the JACK server's shared memory (is it run by another user?)")
+        var probeStatus = jack_status_t(rawValue: 0)
+        guard let probe = spinet_jack_client_open("spinet-probe", server, 0, &probeStatus) else { return .noServer }
+        defer { jack_client_close(probe) }
+        if let uuid = jack_get_uuid_for_client_name(probe, name) {
+            jack_free(uuid)
+            return nameTaken(name)
         }
-        return JACKError("cannot open the JACK client '\(name)' (JACK status 0x\(String(bits, radix: 16)))")
+        return JACKError("the JACK server refused the client '\(name)' (JACK status 0x\(String(bits, radix: 16)))")
+    }
+
+    static func nameTaken(_ name: String) -> JACKError {
+        JACKError("a JACK client named '\(name)' is already running; choose another --name")
     }
 }
 

@@ -28,7 +28,8 @@ public enum JACKPorts {
         _ = JACKMessages.silenced
         var status = jack_status_t(rawValue: 0)
         guard let client = spinet_jack_client_open("spinet-ports", server, 0, &status) else {
-            throw JACKError.openFailed(name: "spinet-ports", status: status)
+            throw status.rawValue & JackVersionError.rawValue != 0
+                ? JACKError.openFailed(name: "spinet-ports", server: server, status: status) : JACKError.noServer
         }
         defer { jack_client_close(client) }
         return ports(of: client, pattern: nil, type: nil, flags: 0)

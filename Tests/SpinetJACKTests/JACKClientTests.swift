@@ -1,0 +1,275 @@
+import CJACK
+import Foundation
+import Glibc
+import Testing
+import SpinetEngine
+import SpinetJACK
+import SpinetMIDI
+import SpinetSynth
+
+/// A synth-only graph: Spinet's oscillator synth ("saw", no release tail)
+/// on every channel. It starts each note on its exact frame.
+func sawGraph(ports: Int = 1, polyphony: Int = 64) -> JACKClient.GraphBuilder {
+    { _ in
+        var saw = PresetBank.factory.preset(named: "saw")!
+        saw.program = 0
+        saw.release = 0
+        var config = Engine.Configuration()
+        config.ports = ports
+        let engine = Engine(configuration: config)
+        engine.routeAll(to: engine.add(OscillatorSynth(presets: try PresetBank(presets: [saw]), polyphony: polyphony)))
+        return engine
+    }
+}
+
+func spinetConfiguration(_ server: JACKTestServer, name: String = "Spinet", connect: JACKConnect = .none, ports: Int = 1) -> JACKClient.Configuration {
+    var c = JACKClient.Configuration()
+    c.name = name
+    c.server = server.name
+    c.connect = connect
+    c.midiPorts = ports
+    c.reconnectInterval = 0.2
+    return c
+}
+
+/// Sender → Spinet → recorder, sends notes at the given cycle offsets and
+/// returns, per note, how many frames after its send frame the sound began
+/// (nil: no clean onset found).
+func onsetDelays(server: JACKTestServer, spinet: String = "Spinet", offsets: [Int], midiPort: String = "midi_in",
+                 tag: String = "") throws -> [Int?] {
+    let sender = try JACKTestClient(name: "sender\(tag)", server: server.name, midiOut: true)
+    let recorder = try JACKTestClient(name: "recorder\(tag)", server: server.name, audioIn: 1)
+    try sender.connect(sender.port("midi_out"), "\(spinet):\(midiPort)")
+    try recorder.connect("\(spinet):out_L", recorder.port("in_1"))
+    usleep(100_000)
+    // One note every 24 cycles: on at its offset, off 4 cycles later; the
+    // saw with release 0 is silent (exact zeros) long before the next note.
+    var notes: [JACKTestClient.Note] = []
+    for (i, offset) in offsets.enumerated() {
+        let key = UInt8(48 + i)
+        notes.append(.init(cycle: 8 + 24 * i, offset: offset, bytes: [0x90, key, 100]))
+        notes.append(.init(cycle: 12 + 24 * i, offset: 0, bytes: [0x80, key, 0]))
+    }
+    let period = max(recorder.lastPeriod, 1)
+    recorder.arm(recordFrames: (24 * offsets.count + 40) * period)
+    sender.arm(notes: notes)
+    #expect(waitFor(20) { sender.allSent && recorder.recordingFull }, "notes not sent or recording not full")
+    let (samples, start) = recorder.recording
+    return sender.sentFrames.enumerated().filter { $0.offset % 2 == 0 }.map { _, frame -> Int? in
+        guard let frame else { return nil }
+        let from = frame - start
+        guard from >= 0 && from < samples.count else { return nil }
+        guard let first = samples[from...].firstIndex(where: { $0 != 0 }) else { return nil }
+        return first - from
+    }
+}
+
+extension JACKTests {
+@Suite("JACK client against a real jackd")
+struct JACKClientTests {
+    @Test func aMissingServerIsOneClearError() {
+        var c = JACKClient.Configuration()
+        c.server = "spinet-no-such-server-\(getpid())"
+        #expect(throws: JACKError("no JACK server running; start one (jackd, or PipeWire's pipewire-jack)")) {
+            _ = try JACKClient(c, graph: sawGraph())
+        }
+        #expect(throws: JACKError.noServer) { _ = try JACKPorts.list(server: c.server) }
+    }
+
+    /// Notes sent at offsets 0, 1, 37, 63, 64, 100 and 127 of their cycles
+    /// sound exactly the engine's latency (the limiter's look-ahead) after
+    /// their frame, at 128 and at 64 frames a period.
+    @Test(arguments: [128, 64])
+    func notesLandOnTheirExactFrame(period: Int) throws {
+        let server = JACKTestServer()
+        try server.start(period: period)
+        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
+        try spinet.start()
+        defer { spinet.stop() }
+        let latency = spinet.latencyFrames
+        #expect(latency > 0)
+        let offsets = [0, 1, 37, 63, 64, 100, 127].filter { $0 < period }
+        let delays = try onsetDelays(server: server, offsets: offsets)
+        print("JACK onsets at \(period) frames, offsets \(offsets): delays \(delays.map { $0.map(String.init) ?? "none" }) (latency \(latency))")
+        #expect(delays == offsets.map { _ in latency })
+        #expect(spinet.engine?.statistics.lateEvents == 0)
+        #expect(spinet.engine?.statistics.droppedEvents == 0)
+    }
+
+    /// After `jack_bufsize 256` the client follows (no new engine: it was
+    /// prepared for 8192 frames) and notes still land exactly.
+    @Test func aBufferSizeChangeKeepsNotesExact() throws {
+        let server = JACKTestServer()
+        try server.start(period: 128)
+        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
+        try spinet.start()
+        defer { spinet.stop() }
+        let engineBefore = spinet.engine.map(ObjectIdentifier.init)
+        let control = try JACKTestClient(name: "bufsize", server: server.name)
+        #expect(jack_set_buffer_size(control.client, 256) == 0)
+        #expect(waitFor(5) { spinet.periodFrames == 256 })
+        usleep(100_000)
+        let offsets = [0, 1, 37, 63, 64, 100, 127, 200, 255]
+        let delays = try onsetDelays(server: server, offsets: offsets)
+        print("JACK onsets after jack_bufsize 256: delays \(delays.map { $0.map(String.init) ?? "none" })")
+        #expect(delays == offsets.map { _ in spinet.latencyFrames })
+        #expect(spinet.engine.map(ObjectIdentifier.init) == engineBefore)
+    }
+
+    /// The server goes away and comes back at another rate: Spinet says so,
+    /// opens its client again by itself with the same ports and connections,
+    /// builds its graph at the new rate, and notes land exactly again.
+    @Test func theClientComesBackWhenTheServerRestartsAtAnotherRate() throws {
+        let server = JACKTestServer()
+        try server.start(rate: 48000, period: 128)
+        let spinet = try JACKClient(spinetConfiguration(server, connect: .auto), graph: sawGraph())
+        try spinet.start()
+        defer { spinet.stop() }
+        let before = try JACKPorts.list(server: server.name)
+        #expect(before.first { $0.name == "Spinet:out_L" }?.connections == ["system:playback_1"])
+        #expect(before.first { $0.name == "Spinet:out_R" }?.connections == ["system:playback_2"])
+        _ = spinet.takeNotices()
+
+        server.stop()
+        #expect(waitFor(5) { spinet.isWaitingForServer })
+        try server.start(rate: 44100, period: 128)
+        #expect(waitFor(10) { !spinet.isWaitingForServer && spinet.sampleRate == 44100 })
+        // The physical ports may appear just after the server answers: re-made within a second.
+        waitFor(2) { (try? JACKPorts.list(server: server.name))?.first { $0.name == "Spinet:out_R" }?.connections.isEmpty == false }
+        let after = try JACKPorts.list(server: server.name)
+        #expect(after.first { $0.name == "Spinet:out_L" }?.connections == ["system:playback_1"])
+        #expect(after.first { $0.name == "Spinet:out_R" }?.connections == ["system:playback_2"])
+        #expect(after.contains { $0.name == "Spinet:midi_in" && $0.isMIDI && $0.isInput })
+        #expect(spinet.engine?.sampleRate == 44100)
+        let notices = spinet.takeNotices()
+        print("JACK notices: \(notices)")
+        #expect(notices.contains { $0.hasPrefix("the JACK server went away") })
+        #expect(notices.contains { $0.hasPrefix("the JACK server is back") })
+
+        let offsets = [0, 1, 37, 63, 64, 100, 127]
+        let delays = try onsetDelays(server: server, offsets: offsets)
+        print("JACK onsets after a restart at 44.1 kHz: delays \(delays.map { $0.map(String.init) ?? "none" })")
+        #expect(delays == offsets.map { _ in spinet.latencyFrames })
+    }
+
+    /// A note held when the server went away is released when it is back:
+    /// the output decays to silence instead of droning on.
+    @Test func heldNotesAreReleasedWhenTheServerComesBack() throws {
+        let server = JACKTestServer()
+        try server.start()
+        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
+        try spinet.start()
+        defer { spinet.stop() }
+        do {
+            let sender = try JACKTestClient(name: "holder", server: server.name, midiOut: true)
+            try sender.connect(sender.port("midi_out"), "Spinet:midi_in")
+            usleep(50_000)
+            sender.arm(notes: [.init(cycle: 2, offset: 0, bytes: [0x90, 60, 100])])
+            #expect(waitFor(5) { sender.allSent })
+            usleep(50_000)
+            #expect(spinet.engine?.statistics.activeVoices == 1)
+        }
+        server.stop()
+        #expect(waitFor(5) { spinet.isWaitingForServer })
+        try server.start()
+        #expect(waitFor(10) { !spinet.isWaitingForServer })
+        #expect(waitFor(2) { spinet.engine?.statistics.activeVoices == 0 }, "the held note still sounds")
+    }
+
+    /// `auto` takes the first two physical playback ports; named ports are
+    /// checked (they must exist and be audio inputs); MIDI inputs are never
+    /// connected by Spinet.
+    @Test func autoConnectAndNamedPorts() throws {
+        let server = JACKTestServer()
+        try server.start()
+        do {
+            let spinet = try JACKClient(spinetConfiguration(server, connect: .ports(["system:playback_2", "system:playback_1"])), graph: sawGraph())
+            try spinet.start()
+            let ports = try JACKPorts.list(server: server.name)
+            #expect(ports.first { $0.name == "Spinet:out_L" }?.connections == ["system:playback_2"])
+            #expect(ports.first { $0.name == "Spinet:out_R" }?.connections == ["system:playback_1"])
+            #expect(ports.first { $0.name == "Spinet:midi_in" }?.connections == [])
+            spinet.stop()
+        }
+        do {
+            let spinet = try JACKClient(spinetConfiguration(server, connect: .ports(["system:nope"])), graph: sawGraph())
+            #expect(throws: JACKError("--jack-connect: no JACK port 'system:nope'; see `spinet ports`")) { try spinet.start() }
+            spinet.stop()
+        }
+        do {
+            let spinet = try JACKClient(spinetConfiguration(server, connect: .ports(["system:capture_1"])), graph: sawGraph())
+            #expect(throws: JACKError("--jack-connect: 'system:capture_1' is not an audio input port; name playback or track inputs")) { try spinet.start() }
+            spinet.stop()
+        }
+        do {
+            let spinet = try JACKClient(spinetConfiguration(server, connect: .none), graph: sawGraph())
+            try spinet.start()
+            let ports = try JACKPorts.list(server: server.name)
+            #expect(ports.first { $0.name == "Spinet:out_L" }?.connections == [])
+            spinet.stop()
+        }
+        #expect(try JACKConnect(parsing: "auto") == .auto)
+        #expect(try JACKConnect(parsing: "NONE") == JACKConnect.none)
+        #expect(try JACKConnect(parsing: "a:b, c:d") == .ports(["a:b", "c:d"]))
+        #expect(throws: JACKError.self) { try JACKConnect(parsing: "a,b,c") }
+    }
+
+    /// Port names, the lister, a name already taken.
+    @Test func portsAndNames() throws {
+        let server = JACKTestServer()
+        try server.start()
+        let spinet = try JACKClient(spinetConfiguration(server, name: "Synth A", ports: 3), graph: sawGraph(ports: 3))
+        try spinet.start()
+        defer { spinet.stop() }
+        let ports = try JACKPorts.list(server: server.name)
+        let ours = ports.filter { $0.client == "Synth A" }
+        #expect(ours.map(\.shortName) == ["out_L", "out_R", "midi_in_1", "midi_in_2", "midi_in_3"])
+        #expect(ours.filter(\.isAudio).allSatisfy { !$0.isInput && !$0.isPhysical })
+        #expect(ours.filter(\.isMIDI).allSatisfy { $0.isInput })
+        #expect(ports.contains { $0.name == "system:playback_1" && $0.isPhysical && $0.isInput && $0.isAudio })
+        #expect(throws: JACKError("a JACK client named 'Synth A' is already running; choose another --name")) {
+            _ = try JACKClient(spinetConfiguration(server, name: "Synth A"), graph: sawGraph())
+        }
+        // The second port's channel 1 is global channel 17: a note there lands exactly too.
+        let delays = try onsetDelays(server: server, spinet: "Synth A", offsets: [5, 77], midiPort: "midi_in_2")
+        #expect(delays == [spinet.latencyFrames, spinet.latencyFrames])
+    }
+
+    /// The engine's latency (the limiter's look-ahead) is reported on the
+    /// outputs, for DAWs to compensate.
+    @Test func latencyIsReportedOnTheOutputs() throws {
+        let server = JACKTestServer()
+        try server.start()
+        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
+        try spinet.start()
+        defer { spinet.stop() }
+        let probe = try JACKTestClient(name: "latency", server: server.name)
+        jack_recompute_total_latencies(probe.client)
+        usleep(100_000)
+        var range = jack_latency_range_t()
+        let port = try #require(jack_port_by_name(probe.client, "Spinet:out_L"))
+        jack_port_get_latency_range(port, JackCaptureLatency, &range)
+        #expect(Int(range.min) == spinet.latencyFrames && Int(range.max) == spinet.latencyFrames)
+        #expect(spinet.latencyFrames == 72, "1.5 ms at 48 kHz")
+    }
+
+    /// Freewheeling (a DAW's bounce) runs cycles as fast as they go; notes
+    /// still land exactly, since nothing depends on the wall clock.
+    @Test func freewheelingKeepsNotesExact() throws {
+        let server = JACKTestServer()
+        try server.start()
+        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
+        try spinet.start()
+        defer { spinet.stop() }
+        let control = try JACKTestClient(name: "wheel", server: server.name)
+        #expect(jack_set_freewheel(control.client, 1) == 0)
+        #expect(waitFor(5) { spinet.isFreewheeling })
+        let offsets = [0, 1, 37, 63, 64, 100, 127]
+        let delays = try onsetDelays(server: server, offsets: offsets)
+        #expect(jack_set_freewheel(control.client, 0) == 0)
+        #expect(waitFor(5) { !spinet.isFreewheeling })
+        print("JACK onsets while freewheeling: delays \(delays.map { $0.map(String.init) ?? "none" })")
+        #expect(delays == offsets.map { _ in spinet.latencyFrames })
+    }
+}
+}
