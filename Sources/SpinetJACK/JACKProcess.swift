@@ -43,9 +43,7 @@ extension JACKClient {
         // A new rate needs a new graph: the supervisor builds it; the process
         // thread plays silence until it is there.
         jack_set_sample_rate_callback(c, { rate, arg in
-            let me = JACKClient.client(arg)
-            me.serverRate.store(Int(rate), ordering: .releasing)
-            me.wake()
+            JACKClient.client(arg).serverRateChanged(to: Int(rate))
             return 0
         }, context)
         jack_set_latency_callback(c, { mode, arg in
@@ -54,6 +52,12 @@ extension JACKClient {
         jack_set_port_connect_callback(c, { _, _, _, arg in
             JACKClient.client(arg).connectionsChangedAt.store(JACKClient.now(), ordering: .releasing)
         }, context)
+    }
+
+    /// The server runs at `rate` from now on (notification thread).
+    func serverRateChanged(to rate: Int) {
+        serverRate.store(rate, ordering: .releasing)
+        wake()
     }
 
     func serverWentAway() {

@@ -273,3 +273,109 @@ struct JACKClientTests {
     }
 }
 }
+
+@testable import SpinetJACK
+
+extension JACKTests {
+@Suite("JACK client: graph swaps, xruns, stopping")
+struct JACKClientLifecycleTests {
+    /// A new sample rate (PipeWire changes it while running; jackd2 cannot,
+    /// so the rate callback is called here by hand): the supervisor builds a
+    /// graph at the new rate off the process thread, the process thread
+    /// takes it by pointer at the start of a cycle, and the old graph is
+    /// released off the process thread. Back at 48 kHz, notes land exactly.
+    @Test func aRateChangeSwapsInAGraphBuiltOffTheProcessThread() throws {
+        let server = JACKTestServer()
+        try server.start()
+        let builtOn = BuildLog()
+        let saw = sawGraph()
+        let spinet = try JACKClient(spinetConfiguration(server), graph: { rate in
+            builtOn.add(rate: rate, thread: pthread_self())
+            return try saw(rate)
+        })
+        try spinet.start()
+        defer { spinet.stop() }
+        weak var first = spinet.engine
+        #expect(first?.sampleRate == 48000)
+        _ = spinet.takeNotices()
+
+        spinet.serverRateChanged(to: 44100)
+        #expect(waitFor(5) { spinet.engine?.sampleRate == 44100 })
+        #expect(waitFor(5) { first == nil }, "the 48 kHz graph was not released")
+        #expect(spinet.takeNotices().contains { $0.hasPrefix("the JACK server now runs at 44100 Hz") })
+
+        spinet.serverRateChanged(to: 48000)
+        #expect(waitFor(5) { spinet.engine?.sampleRate == 48000 })
+        usleep(50_000)
+        let offsets = [0, 1, 37, 63, 64, 100, 127]
+        let delays = try onsetDelays(server: server, offsets: offsets)
+        #expect(delays == offsets.map { _ in 72 })
+        #expect(builtOn.rates == [48000, 44100, 48000])
+        #expect(builtOn.threads.count == 3 && builtOn.threads[1] != builtOn.threads[0], "rebuilt on the supervisor, not the control thread")
+    }
+
+    /// A client that overruns the cycle makes an xrun; Spinet counts it.
+    @Test func xrunsAreCounted() throws {
+        let server = JACKTestServer()
+        try server.start()
+        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
+        try spinet.start()
+        defer { spinet.stop() }
+        let slow = try JACKTestClient(name: "slow", server: server.name)
+        let t0 = Date()
+        slow.stall(microseconds: 20_000, cycles: 3)
+        #expect(waitFor(5) { spinet.xruns > 0 })
+        print("JACK xruns: \(spinet.xruns), counted \(Date().timeIntervalSince(t0)) s after the stall began")
+        // Clients close before their server stops (a client closing after
+        // its server is gone waits for libjack's timeout).
+        withExtendedLifetime(slow) {}
+        spinet.stop()
+        server.stop()
+    }
+
+    /// `stop` fades out before it closes: the last sound before silence is
+    /// quiet, not cut off mid-wave.
+    @Test func stoppingFadesOut() throws {
+        let server = JACKTestServer()
+        try server.start()
+        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
+        try spinet.start()
+        let sender = try JACKTestClient(name: "player", server: server.name, midiOut: true)
+        let recorder = try JACKTestClient(name: "tape", server: server.name, audioIn: 1)
+        try sender.connect(sender.port("midi_out"), "Spinet:midi_in")
+        try recorder.connect("Spinet:out_L", recorder.port("in_1"))
+        usleep(50_000)
+        sender.arm(notes: [.init(cycle: 1, offset: 0, bytes: [0x90, 45, 127])])
+        #expect(waitFor(5) { sender.allSent })
+        recorder.arm(recordFrames: 48000)
+        usleep(200_000)
+        spinet.stop()
+        usleep(50_000)
+        let samples = recorder.recording.samples
+        let peak = samples.prefix(4800).map(abs).max() ?? 0
+        let last = try #require(samples.lastIndex { $0 != 0 })
+        let tail = samples[max(0, last - 9)...last].map(abs).max() ?? 1
+        print("JACK stop: peak \(peak), largest of the last 10 samples before silence \(tail)")
+        #expect(peak > 0.1)
+        #expect(tail < peak / 50, "the sound was cut, not faded")
+    }
+
+    @Test func midiClockSetsTheTempoFromFrames() {
+        var clock = ClockTempo()
+        var tempo: Double?
+        // 120 bpm at 48 kHz: a quarter note is 24000 frames, a tick 1000.
+        for i in 0...24 { tempo = clock.tick(at: Int64(5000 + i * 1000), sampleRate: 48000) ?? tempo }
+        #expect(tempo == 120)
+        clock.restart()
+        #expect(clock.tick(at: 0, sampleRate: 48000) == nil)
+    }
+}
+}
+
+final class BuildLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var entries: [(Int, pthread_t)] = []
+    func add(rate: Int, thread: pthread_t) { lock.lock(); entries.append((rate, thread)); lock.unlock() }
+    var rates: [Int] { lock.lock(); defer { lock.unlock() }; return entries.map(\.0) }
+    var threads: [pthread_t] { lock.lock(); defer { lock.unlock() }; return entries.map(\.1) }
+}

@@ -133,6 +133,8 @@ final class JACKTestClient: @unchecked Sendable {
         var recordingStart: Int = -1
         var cyclesSeen = 0
         var lastPeriod = 0
+        var stallMicroseconds = 0
+        var stallCycles = 0
     }
     private let state = Mutex(State())
 
@@ -168,6 +170,12 @@ final class JACKTestClient: @unchecked Sendable {
         let midiBuffer = midiOut.flatMap { jack_port_get_buffer($0, nframes) }
         if let midiBuffer { jack_midi_clear_buffer(midiBuffer) }
         let input = audioIn.first.flatMap { jack_port_get_buffer($0, nframes) }?.assumingMemoryBound(to: Float.self)
+        let stall = state.withLock { s -> Int in
+            guard s.stallCycles > 0 else { return 0 }
+            s.stallCycles -= 1
+            return s.stallMicroseconds
+        }
+        if stall > 0 { usleep(UInt32(stall)) }
         state.withLock { s in
             s.cyclesSeen += 1
             s.lastPeriod = n
@@ -205,6 +213,11 @@ final class JACKTestClient: @unchecked Sendable {
             s.cycle = 0
             s.armed = true
         }
+    }
+
+    /// Sleeps in the process callback of the next `cycles` cycles (an xrun).
+    func stall(microseconds: Int, cycles: Int) {
+        state.withLock { s in s.stallMicroseconds = microseconds; s.stallCycles = cycles }
     }
 
     var sentFrames: [Int?] { state.withLock { $0.sentFrames } }
