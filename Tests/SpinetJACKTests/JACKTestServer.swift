@@ -25,6 +25,14 @@ final class JACKTestServer {
     private(set) var pid: pid_t = 0
     let log: String
 
+    /// PipeWire's one "server" (its name is not used), for the test clients.
+    static var pipeWire: JACKTestServer { JACKTestServer(existing: "default") }
+
+    private init(existing: String) {
+        name = existing
+        log = "/dev/null"
+    }
+
     init() {
         name = "spinet-test-\(getpid())-\(Self.counter.add(1, ordering: .relaxed).newValue)"
         log = NSTemporaryDirectory() + "/\(name).log"
@@ -32,7 +40,7 @@ final class JACKTestServer {
 
     deinit {
         stop()
-        unlink(log)
+        if log != "/dev/null" { unlink(log) }
     }
 
     /// Starts jackd and waits until a client can connect.
