@@ -1,6 +1,7 @@
 import CJACK
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 @testable import SpinetJACK
 
@@ -8,6 +9,10 @@ import Testing
 /// `XDG_RUNTIME_DIR=<dir> pipewire`, then the JACK clients under `pw-jack`.
 /// The whole check runs in a child process of this test binary under
 /// `pw-jack` (its libjack replaces jackd2's for the whole process).
+final class FinishedFlag: Sendable {
+    let value = Atomic<Bool>(false)
+}
+
 enum PipeWireHost {
     static let pipewire: String? = access("/usr/bin/pipewire", X_OK) == 0 && access("/usr/bin/pw-jack", X_OK) == 0 ? "/usr/bin/pipewire" : nil
     static var isInstalled: Bool { pipewire != nil }
@@ -51,9 +56,13 @@ struct JACKPipeWireTests {
         child.standardError = out
         try child.run()
         let pid = child.processIdentifier
-        DispatchQueue.global().asyncAfter(deadline: .now() + 120) { kill(pid, SIGKILL) }   // a hang fails, not blocks
+        let finished = FinishedFlag()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 120) {     // a hang fails, not blocks
+            if !finished.value.load(ordering: .acquiring) { kill(pid, SIGKILL) }
+        }
         let data = out.fileHandleForReading.readDataToEndOfFile()
         child.waitUntilExit()
+        finished.value.store(true, ordering: .releasing)
         let text = String(decoding: data, as: UTF8.self)
         for line in text.split(separator: "\n") where line.contains("JACK") || line.contains("✘") { print("pw-jack child: \(line)") }
         #expect(child.terminationStatus == 0, "the check under pw-jack failed")
