@@ -65,12 +65,19 @@ public final class JACKClient: @unchecked Sendable {
     /// Test aid: called on the process thread at each `CyclePhase` (to count
     /// allocations and locks there). Nil in use. Set before `start`.
     public var cycleObserver: (@convention(c) (Int32) -> Void)?
+    /// The host's work around each render (timeline, recording); nil: none.
+    /// Set before `start`; the client keeps it alive.
+    public var hooks: JACKCycleHooks? {
+        didSet { hookReference = hooks.map { Unmanaged.passUnretained($0) } }
+    }
+    /// `hooks`, for the process thread without retain/release.
+    var hookReference: Unmanaged<JACKCycleHooks>?
 
     // MARK: the connection to the server
     // Written by the control or supervisor thread while no process thread
     // runs (before jack_activate, after jack_client_close); read by the
     // process thread.
-    private var client: OpaquePointer?
+    var client: OpaquePointer?
     var outLeft: OpaquePointer?
     var outRight: OpaquePointer?
     let midiIn: UnsafeMutablePointer<OpaquePointer?>
@@ -243,6 +250,18 @@ public final class JACKClient: @unchecked Sendable {
     public var eventsNotPlayed: Int { unplayedEvents.load(ordering: .relaxed) }
     /// The engine's own latency, reported on the output ports.
     public var latencyFrames: Int { engine?.latencyFrames ?? 0 }
+
+    /// Frames from a cycle's start until its first frame is heard: the
+    /// largest playback latency of the ports `out_L` is connected to (a
+    /// sound card's period and buffer), 0 when unconnected.
+    public var playbackLatencyFrames: Int {
+        connectionLock.withLock { _ in
+            guard let port = outLeft else { return 0 }
+            var range = jack_latency_range_t()
+            jack_port_get_latency_range(port, JackPlaybackLatency, &range)
+            return Int(range.max)
+        }
+    }
 
     /// Lines for the user since the last call (server gone, back, rate
     /// changed, a connection that could not be re-made).

@@ -148,9 +148,24 @@ extension JACKClient {
                     i += 1
                 }
             }
+            if let hooks = hookReference, let c = client {
+                // The cycle's measured start (jack_frames_to_time is an
+                // estimate that lags by a quarter second on the dummy driver).
+                var frameCount: jack_nframes_t = 0
+                var now: jack_time_t = 0, next: jack_time_t = 0
+                var period: Float = 0
+                _ = jack_get_cycle_times(c, &frameCount, &now, &next, &period)
+                // JACK's clock is jackd2's CLOCK_MONOTONIC_RAW (PipeWire's
+                // CLOCK_MONOTONIC): moved onto CLOCK_MONOTONIC here (both
+                // read through the vDSO, no system call), NTP's slew apart.
+                let offset = Int64(Self.now()) &- Int64(jack_get_time()) &* 1000
+                let start = Int64(now) &* 1000 &+ offset
+                hooks._withUnsafeGuaranteedRef { $0.cycleStarts(engineFrame: graph.engine.frameTime, frames: frames, nanoseconds: start) }
+            }
             observe?(CyclePhase.engineBegin.rawValue)
             graph.engine.render(frames: frames, left: left, right: right)
             observe?(CyclePhase.engineEnd.rawValue)
+            hookReference?._withUnsafeGuaranteedRef { $0.cycleRendered(left: left, right: right, frames: frames) }
         }
         account(Self.now() - start)
         cycleCount.add(1, ordering: .relaxed)
