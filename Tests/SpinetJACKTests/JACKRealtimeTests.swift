@@ -70,6 +70,7 @@ struct JACKRealtimeTests {
         try server.start()
         let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
         spinet.cycleObserver = makeProbeObserver()
+        spinet.hooks = RecordingHooks()          // counted too: the timeline read and the rendered buffers
         try spinet.start()
         defer { spinet.stop() }
         let sender = try JACKTestClient(name: "busy", server: server.name, midiOut: true)
