@@ -173,7 +173,8 @@ public final class JACKClient: @unchecked Sendable {
     /// The port names, as JACK shows them after `name:`.
     public var audioPortNames: [String] { ["out_L", "out_R"] }
     public var midiPortNames: [String] {
-        configuration.midiPorts == 1 ? ["midi_in"] : (1...max(configuration.midiPorts, 1)).prefix(configuration.midiPorts).map { "midi_in_\($0)" }
+        let n = configuration.midiPorts
+        return n == 1 ? ["midi_in"] : (0..<n).map { "midi_in_\($0 + 1)" }
     }
 
     /// Activates the client (the process callback starts), connects the
@@ -263,6 +264,10 @@ public final class JACKClient: @unchecked Sendable {
         }
     }
 
+    /// Set when the server went away and `reconnect` is off: play is over.
+    public var failure: String? { failureText.withLock { $0 } }
+    private let failureText = Mutex<String?>(nil)
+
     /// Lines for the user since the last call (server gone, back, rate
     /// changed, a connection that could not be re-made).
     public func takeNotices() -> [String] {
@@ -330,6 +335,8 @@ public final class JACKClient: @unchecked Sendable {
         serverRate.store(rate, ordering: .releasing)
         bufferFrames.store(Int(jack_get_buffer_size(c)), ordering: .relaxed)
         freewheeling.store(false, ordering: .relaxed)
+        // No process thread runs: a graph still waiting to be adopted is dropped.
+        Self.release(pendingGraph.exchange(0, ordering: .acquiringAndReleasing))
         let current = currentGraph.load(ordering: .acquiring)
         if current == 0 || Unmanaged<JACKGraph>.fromOpaque(UnsafeRawPointer(bitPattern: current)!).takeUnretainedValue().sampleRate != rate {
             let graph: JACKGraph
@@ -446,6 +453,7 @@ public final class JACKClient: @unchecked Sendable {
     private func superviseUntilStopped() {
         var missing: [Connection] = []
         var missingUntil = 0
+        var failedRate = 0          // a rate the builder refused: not tried again until the rate changes
         while !stopping.load(ordering: .acquiring) {
             wait(milliseconds: 100)
             if stopping.load(ordering: .acquiring) { break }
@@ -481,15 +489,15 @@ public final class JACKClient: @unchecked Sendable {
             let rate = serverRate.load(ordering: .acquiring)
             let current = currentGraph.load(ordering: .acquiring)
             let currentRate = current == 0 ? 0 : Unmanaged<JACKGraph>.fromOpaque(UnsafeRawPointer(bitPattern: current)!).takeUnretainedValue().sampleRate
-            if rate > 0 && rate != currentRate && pendingGraph.load(ordering: .acquiring) == 0 {
+            if rate > 0 && rate != currentRate && rate != failedRate && pendingGraph.load(ordering: .acquiring) == 0 {
                 do throws(JACKError) {
                     let graph = try makeGraph(rate: rate)
                     publishedGraph.withLock { $0 = graph }
                     pendingGraph.store(UInt(bitPattern: Unmanaged.passRetained(graph).toOpaque()), ordering: .releasing)
                     notice("the JACK server now runs at \(rate) Hz; Spinet follows (notes sounding were cut)")
                 } catch {
-                    notice(error.description)
-                    serverRate.store(currentRate, ordering: .releasing)    // keep playing at the old rate rather than retry forever
+                    notice("\(error.description); silent until the rate changes again")
+                    failedRate = rate
                 }
             }
 
@@ -511,12 +519,13 @@ public final class JACKClient: @unchecked Sendable {
     /// The server went away: say so, close the dead client and try to open
     /// it again until it succeeds (returns the new client) or `stop` is called (nil).
     private func reconnect() -> OpaquePointer? {
-        notice("the JACK server went away; held notes released; waiting for it to come back")
         connectionLock.withLock { _ in closeClient() }
         guard configuration.reconnect else {
+            failureText.withLock { $0 = "the JACK server went away; stopped" }
             while !stopping.load(ordering: .acquiring) { wait(milliseconds: 1000) }
             return nil
         }
+        notice("the JACK server went away; held notes released; waiting for it to come back")
         while !stopping.load(ordering: .acquiring) {
             wait(milliseconds: Int(configuration.reconnectInterval * 1000))
             if stopping.load(ordering: .acquiring) { return nil }

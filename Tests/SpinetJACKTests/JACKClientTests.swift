@@ -445,3 +445,19 @@ extension JACKTests.JACKClientLifecycleTests {
         #expect(hooks.soundingFrames.load(ordering: .relaxed) > 1000)
     }
 }
+
+extension JACKTests.JACKClientLifecycleTests {
+    /// Without reconnecting, a server that goes away ends play with one line.
+    @Test func withoutReconnectingTheServerGoingAwayIsAFailure() throws {
+        let server = JACKTestServer()
+        try server.start()
+        var config = spinetConfiguration(server)
+        config.reconnect = false
+        let spinet = try JACKClient(config, graph: sawGraph())
+        try spinet.start()
+        defer { spinet.stop() }
+        #expect(spinet.failure == nil)
+        server.stop()
+        #expect(waitFor(5) { spinet.failure == "the JACK server went away; stopped" })
+    }
+}
