@@ -61,7 +61,10 @@ public final class JACKClient: @unchecked Sendable {
     }
 
     public let configuration: Configuration
-    private let buildGraph: GraphBuilder
+    /// Nil when the host builds and prepares the engine itself and hands it
+    /// to `start(engine:)`: then a new server rate cannot be followed (silence
+    /// and a notice until the rate is back).
+    private let buildGraph: GraphBuilder?
     /// Test aid: called on the process thread at each `CyclePhase` (to count
     /// allocations and locks there). Nil in use. Set before `start`.
     public var cycleObserver: (@convention(c) (Int32) -> Void)?
@@ -143,10 +146,14 @@ public final class JACKClient: @unchecked Sendable {
     }
 
     /// Opens the client (not yet active), builds the graph at the server's
-    /// rate and registers the ports. Control thread.
+    /// rate with `graph` (when given) and registers the ports. Control thread.
+    ///
+    /// Without a builder, the host prepares an engine at `sampleRate` for
+    /// `periodFrames` and passes it to `start(engine:)`, and JACK MIDI goes
+    /// into the queue it passes to `attachMIDI`.
     ///
     /// Throws `JACKError.noServer` when no server runs (none is started).
-    public init(_ configuration: Configuration, graph: @escaping GraphBuilder) throws(JACKError) {
+    public init(_ configuration: Configuration, graph: GraphBuilder?) throws(JACKError) {
         precondition((0...16).contains(configuration.midiPorts), "0 to 16 MIDI ports")
         precondition(configuration.maxFrames > 0)
         self.configuration = configuration
@@ -183,6 +190,7 @@ public final class JACKClient: @unchecked Sendable {
     /// error (the client stays active, unconnected).
     public func start() throws(JACKError) {
         precondition(!started, "start once")
+        precondition(currentGraph.load(ordering: .acquiring) != 0 || buildGraph == nil, "no graph")
         started = true
         var problem: JACKError?
         connectionLock.withLock { _ in
@@ -196,6 +204,32 @@ public final class JACKClient: @unchecked Sendable {
         }
         supervisor = NativeThread(name: "spinet-jack") { [self] in superviseUntilStopped() }
         if let problem { throw problem }
+    }
+
+    /// Starts with an engine the host built and prepared: at `sampleRate`,
+    /// for at least one frame a call (larger periods are rendered in
+    /// pieces), with at least `midiPorts` ports of 16 channels. JACK MIDI
+    /// reaches it once `attachMIDI` names one of its input queues. Control
+    /// thread; instead of `start()`, for a client made without a builder.
+    public func start(engine: Engine) throws(JACKError) {
+        precondition(buildGraph == nil && currentGraph.load(ordering: .acquiring) == 0, "start(engine:) is for a client made without a builder")
+        precondition(engine.maxFrames > 0, "prepare the engine first")
+        precondition(engine.configuration.ports >= configuration.midiPorts, "the engine needs a port of 16 channels per JACK MIDI input")
+        guard Int(engine.sampleRate) == sampleRate else {
+            throw JACKError("the engine runs at \(Int(engine.sampleRate)) Hz, the JACK server at \(sampleRate) Hz")
+        }
+        let graph = JACKGraph(prepared: engine)
+        currentGraph.store(UInt(bitPattern: Unmanaged.passRetained(graph).toOpaque()), ordering: .releasing)
+        publishedGraph.withLock { $0 = graph }
+        try start()
+    }
+
+    /// JACK MIDI goes into `queue` from now on: one of the engine's inputs
+    /// (`Engine.addInput`), pushed to by the process thread alone. For an
+    /// engine given to `start(engine:)`; once. Any thread.
+    public func attachMIDI(queue: EventQueue) {
+        let attached = publishedGraph.withLock { $0?.attach(queue) } ?? false
+        precondition(attached, "attach the MIDI queue once, after start(engine:)")
     }
 
     /// Fades out (when the server runs), then deactivates and closes the
@@ -338,7 +372,7 @@ public final class JACKClient: @unchecked Sendable {
         // No process thread runs: a graph still waiting to be adopted is dropped.
         Self.release(pendingGraph.exchange(0, ordering: .acquiringAndReleasing))
         let current = currentGraph.load(ordering: .acquiring)
-        if current == 0 || Unmanaged<JACKGraph>.fromOpaque(UnsafeRawPointer(bitPattern: current)!).takeUnretainedValue().sampleRate != rate {
+        if buildGraph != nil && (current == 0 || Unmanaged<JACKGraph>.fromOpaque(UnsafeRawPointer(bitPattern: current)!).takeUnretainedValue().sampleRate != rate) {
             let graph: JACKGraph
             do {
                 graph = try makeGraph(rate: rate)
@@ -368,11 +402,14 @@ public final class JACKClient: @unchecked Sendable {
     }
 
     private func makeGraph(rate: Int) throws(JACKError) -> JACKGraph {
+        guard let buildGraph else {
+            throw JACKError("the JACK server now runs at \(rate) Hz and Spinet's graph cannot follow; silent until the rate is back (or restart Spinet)")
+        }
         let engine: Engine
         do {
             engine = try buildGraph(rate)
         } catch {
-            throw JACKError("cannot build the graph at \(rate) Hz: \(error)")
+            throw JACKError("cannot build the graph at \(rate) Hz: \(error); silent until the rate changes again")
         }
         precondition(engine.configuration.ports >= configuration.midiPorts, "the engine needs a port of 16 channels per JACK MIDI input")
         return JACKGraph(engine: engine, sampleRate: rate, maxFrames: configuration.maxFrames, queueCapacity: configuration.queueCapacity)
@@ -496,7 +533,7 @@ public final class JACKClient: @unchecked Sendable {
                     pendingGraph.store(UInt(bitPattern: Unmanaged.passRetained(graph).toOpaque()), ordering: .releasing)
                     notice("the JACK server now runs at \(rate) Hz; Spinet follows (notes sounding were cut)")
                 } catch {
-                    notice("\(error.description); silent until the rate changes again")
+                    notice(error.description)
                     failedRate = rate
                 }
             }

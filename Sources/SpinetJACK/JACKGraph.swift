@@ -1,4 +1,5 @@
 import SpinetEngine
+import Synchronization
 import SpinetMIDI
 
 /// The engine the process thread renders at one sample rate, with the queue
@@ -11,8 +12,10 @@ final class JACKGraph: @unchecked Sendable {
     let engine: Engine
     let sampleRate: Int
     /// Process thread → engine: this cycle's JACK MIDI, pushed right before
-    /// `engine.render` on the same thread (single producer, single consumer).
-    let midi: EventQueue
+    /// `engine.render` on the same thread (single producer, single
+    /// consumer). An `Unmanaged<EventQueue>`'s bits holding a reference, or
+    /// 0 while there is none yet (set once: see `attach`).
+    private let midiBits = Atomic<UInt>(0)
     /// Ports of 16 channels the engine has.
     let ports: Int
     /// Process thread only: the MIDI clock's tempo.
@@ -26,8 +29,32 @@ final class JACKGraph: @unchecked Sendable {
         self.engine = engine
         self.sampleRate = sampleRate
         ports = engine.configuration.ports
-        midi = engine.addInput(capacity: queueCapacity)
+        let queue = engine.addInput(capacity: queueCapacity)
         engine.prepare(sampleRate: Double(sampleRate), maxFrames: maxFrames)
+        attach(queue)
+    }
+
+    /// An engine its host built and prepared (at the server's rate); JACK
+    /// MIDI reaches it once `attach` gives one of its input queues.
+    init(prepared engine: Engine) {
+        self.engine = engine
+        sampleRate = Int(engine.sampleRate)
+        ports = engine.configuration.ports
+    }
+
+    deinit {
+        let bits = midiBits.load(ordering: .acquiring)
+        if bits != 0 { Unmanaged<EventQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
+    }
+
+    /// Gives the queue JACK MIDI goes into: one of the engine's inputs, for
+    /// the process thread alone to push to. Once; false if one was given.
+    @discardableResult
+    func attach(_ queue: EventQueue) -> Bool {
+        let bits = UInt(bitPattern: Unmanaged.passRetained(queue).toOpaque())
+        if midiBits.compareExchange(expected: 0, desired: bits, ordering: .acquiringAndReleasing).exchanged { return true }
+        Unmanaged<EventQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
+        return false
     }
 
     // MARK: process thread
@@ -43,7 +70,15 @@ final class JACKGraph: @unchecked Sendable {
     @inline(__always)
     @discardableResult
     func deliver(_ bytes: UnsafePointer<UInt8>, count: Int, offset: UInt32, port: Int) -> Bool {
-        guard count > 0 else { return false }
+        let bits = midiBits.load(ordering: .acquiring)
+        guard count > 0, bits != 0 else { return false }
+        return Unmanaged<EventQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)._withUnsafeGuaranteedRef { midi in
+            deliver(bytes, count: count, offset: offset, port: port, into: midi)
+        }
+    }
+
+    @inline(__always)
+    private func deliver(_ bytes: UnsafePointer<UInt8>, count: Int, offset: UInt32, port: Int, into midi: EventQueue) -> Bool {
         let frame = engine.frameTime &+ Int64(offset)
         let status = bytes[0]
         switch status {
@@ -68,12 +103,16 @@ final class JACKGraph: @unchecked Sendable {
     /// at the start of the next render (after the server came back: the
     /// note-offs of notes held when it went away were never delivered).
     func releaseEverything() {
-        let frame = engine.frameTime
-        for c in 0..<engine.channelCount {
-            let ch = UInt8(truncatingIfNeeded: c)
-            midi.push(EngineEvent(frame: frame, .controlChange(channel: ch, controller: MIDIController.sustain, value: 0)))
-            midi.push(EngineEvent(frame: frame, .controlChange(channel: ch, controller: MIDIController.sostenuto, value: 0)))
-            midi.push(EngineEvent(frame: frame, .controlChange(channel: ch, controller: MIDIController.allNotesOff, value: 0)))
+        let bits = midiBits.load(ordering: .acquiring)
+        guard bits != 0 else { return }
+        Unmanaged<EventQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)._withUnsafeGuaranteedRef { midi in
+            let frame = engine.frameTime
+            for c in 0..<engine.channelCount {
+                let ch = UInt8(truncatingIfNeeded: c)
+                midi.push(EngineEvent(frame: frame, .controlChange(channel: ch, controller: MIDIController.sustain, value: 0)))
+                midi.push(EngineEvent(frame: frame, .controlChange(channel: ch, controller: MIDIController.sostenuto, value: 0)))
+                midi.push(EngineEvent(frame: frame, .controlChange(channel: ch, controller: MIDIController.allNotesOff, value: 0)))
+            }
         }
     }
 }

@@ -461,3 +461,33 @@ extension JACKTests.JACKClientLifecycleTests {
         #expect(waitFor(5) { spinet.failure == "the JACK server went away; stopped" })
     }
 }
+
+extension JACKTests.JACKClientLifecycleTests {
+    /// The way the rig's LiveSession drives it: the host builds and prepares
+    /// the engine at the server's rate for its period, starts the client
+    /// with it, and names the engine input JACK MIDI goes into. Notes land
+    /// exactly. A rate change cannot be followed without a builder: silence
+    /// and one line, and sound again when the rate is back.
+    @Test func anEngineTheHostPreparedPlaysExactly() throws {
+        let server = JACKTestServer()
+        try server.start()
+        let spinet = try JACKClient(spinetConfiguration(server), graph: nil)
+        let engine = try sawGraph()(spinet.sampleRate)
+        let queue = engine.addInput()
+        engine.prepare(sampleRate: Double(spinet.sampleRate), maxFrames: spinet.periodFrames)
+        try spinet.start(engine: engine)
+        defer { spinet.stop() }
+        spinet.attachMIDI(queue: queue)
+        let offsets = [0, 1, 37, 63, 64, 100, 127]
+        #expect(try onsetDelays(server: server, offsets: offsets, tag: "-1") == offsets.map { _ in 72 })
+
+        spinet.serverRateChanged(to: 44100)
+        #expect(waitFor(2) { spinet.takeNotices().contains { $0.contains("now runs at 44100 Hz and Spinet's graph cannot follow") } })
+        let silent = try onsetDelays(server: server, offsets: [5], tag: "-2")
+        #expect(silent == [nil])
+        #expect(spinet.eventsNotPlayed >= 1)
+        spinet.serverRateChanged(to: 48000)
+        #expect(try onsetDelays(server: server, offsets: offsets, tag: "-3") == offsets.map { _ in 72 })
+        #expect(spinet.engine === engine)
+    }
+}
