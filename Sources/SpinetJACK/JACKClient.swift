@@ -117,6 +117,7 @@ public final class JACKClient: @unchecked Sendable {
     /// Events refused while no graph matched the server's rate.
     let unplayedEvents = Atomic<Int>(0)
     let cycleCount = Atomic<Int>(0)
+    let midiReceived = Atomic<Int>(0)
 
     // render load, in nanoseconds per cycle (process thread writes)
     let intervalSum = Atomic<Int>(0)
@@ -280,6 +281,8 @@ public final class JACKClient: @unchecked Sendable {
     public var isWaitingForServer: Bool { awaitingServer.load(ordering: .acquiring) }
     /// Process cycles run since the client opened (across reconnections).
     public var cycles: Int { cycleCount.load(ordering: .relaxed) }
+    /// JACK MIDI events received on the MIDI inputs.
+    public var midiEventsReceived: Int { midiReceived.load(ordering: .relaxed) }
     /// MIDI events that arrived while no graph matched the server's rate (a
     /// rate change in progress), and so were not played.
     public var eventsNotPlayed: Int { unplayedEvents.load(ordering: .relaxed) }

@@ -139,6 +139,7 @@ extension JACKClient {
             for port in 0..<midiPortCount {
                 guard let p = midiIn[port], let buffer = jack_port_get_buffer(p, nframes) else { continue }
                 let count = jack_midi_get_event_count(buffer)
+                if count > 0 { midiReceived.add(Int(count), ordering: .relaxed) }
                 var event = jack_midi_event_t()
                 var i: UInt32 = 0
                 while i < count {

@@ -95,6 +95,7 @@ struct JACKClientTests {
         #expect(delays == offsets.map { _ in latency })
         #expect(spinet.engine?.statistics.lateEvents == 0)
         #expect(spinet.engine?.statistics.droppedEvents == 0)
+        #expect(spinet.midiEventsReceived == 2 * offsets.count)
     }
 
     /// After `jack_bufsize 256` the client follows (no new engine: it was
