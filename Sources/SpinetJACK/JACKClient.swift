@@ -111,7 +111,10 @@ public final class JACKClient: @unchecked Sendable {
     /// From the server's going away until the client is back with its connections re-made.
     let awaitingServer = Atomic<Bool>(false)
     /// Set once the process thread should release every held note (the server came back).
-    let releaseRequested = Atomic<Bool>(false)
+    /// MIDI ports whose held notes and pedals the process thread should
+    /// release (bit k: port k): a port a source was disconnected from, or
+    /// every port when the server came back.
+    let releaseRequested = Atomic<UInt32>(0)
     /// Monotonic nanoseconds of the last port (dis)connection seen (0: none pending).
     let connectionsChangedAt = Atomic<Int>(0)
     /// Events refused while no graph matched the server's rate.
@@ -581,7 +584,7 @@ public final class JACKClient: @unchecked Sendable {
                 }
                 guard let c = client else { return }
                 serverGone.store(false, ordering: .releasing)
-                releaseRequested.store(true, ordering: .releasing)
+                releaseRequested.store(UInt32.max, ordering: .releasing)
                 if jack_activate(c) != 0 {
                     failure = JACKError("the JACK server refused to activate the client again")
                     closeClient()

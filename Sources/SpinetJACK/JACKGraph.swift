@@ -99,15 +99,17 @@ final class JACKGraph: @unchecked Sendable {
         }
     }
 
-    /// Process thread only. Releases every note and pedal on every channel
-    /// at the start of the next render (after the server came back: the
-    /// note-offs of notes held when it went away were never delivered).
-    func releaseEverything() {
+    /// Process thread only. Releases every note and pedal on the channels of
+    /// the MIDI ports in `ports` (bit k: port k; all bits: every channel) at
+    /// the start of the next render: after the server came back (the
+    /// note-offs of notes held when it went away were never delivered), or
+    /// when a source was disconnected from a port.
+    func release(ports mask: UInt32) {
         let bits = midiBits.load(ordering: .acquiring)
         guard bits != 0 else { return }
         Unmanaged<EventQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)._withUnsafeGuaranteedRef { midi in
             let frame = engine.frameTime
-            for c in 0..<engine.channelCount {
+            for c in 0..<engine.channelCount where mask == UInt32.max || (c / 16 < 32 && mask & (1 << UInt32(c / 16)) != 0) {
                 let ch = UInt8(truncatingIfNeeded: c)
                 midi.push(EngineEvent(frame: frame, .controlChange(channel: ch, controller: MIDIController.sustain, value: 0)))
                 midi.push(EngineEvent(frame: frame, .controlChange(channel: ch, controller: MIDIController.sostenuto, value: 0)))

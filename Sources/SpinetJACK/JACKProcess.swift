@@ -49,8 +49,10 @@ extension JACKClient {
         jack_set_latency_callback(c, { mode, arg in
             JACKClient.client(arg).reportLatency(mode)
         }, context)
-        jack_set_port_connect_callback(c, { _, _, _, arg in
-            JACKClient.client(arg).connectionsChangedAt.store(JACKClient.now(), ordering: .releasing)
+        jack_set_port_connect_callback(c, { a, b, connected, arg in
+            let me = JACKClient.client(arg)
+            me.connectionsChangedAt.store(JACKClient.now(), ordering: .releasing)
+            if connected == 0 { me.sourceDisconnected(a, b) }
         }, context)
     }
 
@@ -58,6 +60,19 @@ extension JACKClient {
     func serverRateChanged(to rate: Int) {
         serverRate.store(rate, ordering: .releasing)
         wake()
+    }
+
+    /// A connection between ports `a` and `b` is gone (notification
+    /// thread): if one is a MIDI input of ours, the notes its source held
+    /// are released (those of every source on that port: JACK merges them).
+    func sourceDisconnected(_ a: jack_port_id_t, _ b: jack_port_id_t) {
+        guard let c = client else { return }
+        let first = jack_port_by_id(c, a), second = jack_port_by_id(c, b)
+        var mask: UInt32 = 0
+        for k in 0..<midiPortCount where midiIn[k] != nil && (midiIn[k] == first || midiIn[k] == second) {
+            mask |= 1 << UInt32(k)
+        }
+        if mask != 0 { releaseRequested.bitwiseOr(mask, ordering: .releasing) }
     }
 
     func serverWentAway() {
@@ -133,8 +148,8 @@ extension JACKClient {
                 silence(left, right, frames, dropping: nframes)
                 return
             }
-            if releaseRequested.load(ordering: .relaxed) && releaseRequested.exchange(false, ordering: .acquiring) {
-                graph.releaseEverything()
+            if releaseRequested.load(ordering: .relaxed) != 0 {
+                graph.release(ports: releaseRequested.exchange(0, ordering: .acquiring))
             }
             for port in 0..<midiPortCount {
                 guard let p = midiIn[port], let buffer = jack_port_get_buffer(p, nframes) else { continue }

@@ -492,3 +492,28 @@ extension JACKTests.JACKClientLifecycleTests {
         #expect(spinet.engine === engine)
     }
 }
+
+extension JACKTests.JACKClientLifecycleTests {
+    /// A source disconnected from a MIDI input leaves no note hanging: the
+    /// notes held on that port are released; the other port's are not.
+    @Test func aDisconnectedSourceLeavesNoNoteHanging() throws {
+        let server = JACKTestServer()
+        try server.start()
+        let spinet = try JACKClient(spinetConfiguration(server, ports: 2), graph: sawGraph(ports: 2))
+        try spinet.start()
+        defer { spinet.stop() }
+        let a = try JACKTestClient(name: "keyboard-a", server: server.name, midiOut: true)
+        let b = try JACKTestClient(name: "keyboard-b", server: server.name, midiOut: true)
+        try a.connect(a.port("midi_out"), "Spinet:midi_in_1")
+        try b.connect(b.port("midi_out"), "Spinet:midi_in_2")
+        usleep(50_000)
+        a.arm(notes: [.init(cycle: 1, offset: 0, bytes: [0x90, 60, 100]), .init(cycle: 1, offset: 1, bytes: [0x91, 64, 100])])
+        b.arm(notes: [.init(cycle: 1, offset: 0, bytes: [0x90, 67, 100])])
+        #expect(waitFor(5) { a.allSent && b.allSent })
+        #expect(waitFor(2) { spinet.engine?.statistics.activeVoices == 3 })
+        #expect(jack_disconnect(a.client, a.port("midi_out"), "Spinet:midi_in_1") == 0)
+        #expect(waitFor(2) { spinet.engine?.statistics.activeVoices == 1 }, "port 1's notes still sound")
+        usleep(100_000)
+        #expect(spinet.engine?.statistics.activeVoices == 1, "port 2's note was released too")
+    }
+}
