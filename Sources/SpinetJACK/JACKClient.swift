@@ -21,7 +21,9 @@ import SpinetEngine
 /// - the **control** thread (the caller): `init`, `start`, `stop`, statistics.
 ///
 /// The graph — an `Engine` with its units — comes from the host's builder,
-/// called off the process thread at the server's rate; see `GraphBuilder`.
+/// called off the process thread at the server's rate (`GraphBuilder`: the
+/// client can then follow a new rate), or is built and prepared by the host
+/// and handed to `start(engine:)` (the rig's `LiveSession` way).
 public final class JACKClient: @unchecked Sendable {
     public struct Configuration: Sendable {
         /// The client name. Keep it stable: sessions save connections by it.
@@ -110,7 +112,6 @@ public final class JACKClient: @unchecked Sendable {
     let serverGone = Atomic<Bool>(false)
     /// From the server's going away until the client is back with its connections re-made.
     let awaitingServer = Atomic<Bool>(false)
-    /// Set once the process thread should release every held note (the server came back).
     /// MIDI ports whose held notes and pedals the process thread should
     /// release (bit k: port k): a port a source was disconnected from, or
     /// every port when the server came back.
@@ -307,6 +308,8 @@ public final class JACKClient: @unchecked Sendable {
     /// Set when the server went away and `reconnect` is off: play is over.
     public var failure: String? { failureText.withLock { $0 } }
     private let failureText = Mutex<String?>(nil)
+    /// Records a failure that ends play (one line).
+    func fail(_ line: String) { failureText.withLock { $0 = $0 ?? line } }
 
     /// Lines for the user since the last call (server gone, back, rate
     /// changed, a connection that could not be re-made).
@@ -564,7 +567,7 @@ public final class JACKClient: @unchecked Sendable {
     private func reconnect() -> OpaquePointer? {
         connectionLock.withLock { _ in closeClient() }
         guard configuration.reconnect else {
-            failureText.withLock { $0 = "the JACK server went away; stopped" }
+            fail("the JACK server went away; stopped")
             while !stopping.load(ordering: .acquiring) { wait(milliseconds: 1000) }
             return nil
         }
