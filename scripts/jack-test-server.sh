@@ -6,7 +6,8 @@
 #
 # Clients reach it with JACK_DEFAULT_SERVER=NAME. The server runs in
 # synchronous mode (-S: in the default asynchronous mode a loaded 2-core
-# machine misses cycles and notes land late) without real-time scheduling.
+# machine misses cycles and notes land late) with a 5 s client timeout (a
+# slow client is waited for, not thrown out) and no real-time scheduling.
 # `jack_wait -c` exits 0 even when no server runs, so readiness is checked
 # with jack_lsp; a server started right after another one stopped can fail
 # with "server already active", so a failed start is retried.
@@ -19,7 +20,7 @@ start)
   log=${TMPDIR:-/tmp}/jack-test-server-$name.log
   for attempt in 1 2 3 4 5; do
     JACK_NO_AUDIO_RESERVATION=1 JACK_DEFAULT_SERVER=$name \
-      jackd -n "$name" --no-realtime -S -d dummy -r "$rate" -p "$period" >"$log" 2>&1 </dev/null &
+      jackd -n "$name" --no-realtime -S -t 5000 -d dummy -r "$rate" -p "$period" >"$log" 2>&1 </dev/null &
     pid=$!
     for _ in $(seq 100); do
       kill -0 "$pid" 2>/dev/null || break

@@ -12,8 +12,10 @@ struct JACKTests {}
 
 /// A private jackd for one test: the dummy driver (no sound card),
 /// synchronous mode (-S: on a loaded 2-core machine the default
-/// asynchronous mode misses cycles), no real-time scheduling, a server name
-/// of its own. Started and stopped by process id.
+/// asynchronous mode misses cycles), a 5 s client timeout (a client slowed
+/// down by a sanitizer or a busy machine is waited for, not thrown out), no
+/// real-time scheduling, a server name of its own. Started and stopped by
+/// process id.
 final class JACKTestServer {
     static let jackd: String? = ["/usr/bin/jackd", "/usr/local/bin/jackd"].first { access($0, X_OK) == 0 }
     static var isInstalled: Bool { jackd != nil }
@@ -46,7 +48,7 @@ final class JACKTestServer {
     /// Starts jackd and waits until a client can connect.
     func start(rate: Int = 48000, period: Int = 128) throws {
         precondition(pid == 0)
-        let arguments = [Self.jackd!, "-n", name, "--no-realtime", "-S", "-d", "dummy", "-r", "\(rate)", "-p", "\(period)"]
+        let arguments = [Self.jackd!, "-n", name, "--no-realtime", "-S", "-t", "5000", "-d", "dummy", "-r", "\(rate)", "-p", "\(period)"]
         for attempt in 0..<5 {
             var environment = ProcessInfo.processInfo.environment
             environment["JACK_NO_AUDIO_RESERVATION"] = "1"
