@@ -2,6 +2,7 @@ import CALSA
 import Glibc
 import Synchronization
 import SpinetEngine
+import SpinetHost
 
 /// The live audio driver: an ALSA PCM playback device and the render
 /// thread that feeds it from an `Engine`.

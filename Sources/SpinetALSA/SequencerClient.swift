@@ -2,6 +2,7 @@ import CALSA
 import Glibc
 import Synchronization
 import SpinetEngine
+import SpinetHost
 import SpinetMIDI
 import SpinetSupport
 

@@ -5,6 +5,9 @@ import SpinetSupport
 import SpinetALSA
 import SpinetEngine
 import SpinetFile
+import SpinetHost
+import SpinetRig
+import SpinetSettings
 import SpinetMIDI
 import SpinetSoundFont
 import SpinetSynth

@@ -7,6 +7,7 @@ import Synchronization
 import SpinetEffects
 import SpinetEngine
 import SpinetFile
+import SpinetSettings
 import SpinetMIDI
 import SpinetSoundFont
 import SpinetSynth

@@ -5,6 +5,8 @@ import SpinetTestSupport
 import Synchronization
 import XCTest
 @testable import SpinetALSA
+import SpinetHost
+import SpinetRig
 
 /// A unit that writes a constant per held note and logs what it receives.
 final class LoggingUnit: InstrumentUnit, @unchecked Sendable {

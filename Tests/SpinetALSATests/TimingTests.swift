@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SpinetALSA
+import SpinetHost
 
 /// Arrival time -> engine frame: constant latency, whatever the anchor.
 final class TimingTests: XCTestCase {
