@@ -13,6 +13,7 @@ import Foundation
 import SpinetEffects
 import SpinetEngine
 import SpinetFile
+import SpinetRig
 import SpinetMIDI
 import SpinetSoundFont
 import SpinetSynth
@@ -56,25 +57,24 @@ final class Rig: @unchecked Sendable {
     /// GS Reverb Macro, Hall 2 (the engine switches its reverb on it)
     let gsReverbHall: [UInt8] = [0xF0, 0x41, 0x10, 0x42, 0x12, 0x40, 0x01, 0x30, 0x04, 0x0B, 0xF7]
 
+    /// The graph `spinet play` runs, built by the same `GraphBuilder.live`:
+    /// the SoundFont in its swappable slot, Spinet's synth on channel 16 and
+    /// on Bank Select 126, one queue for the MIDI thread and one for control.
     init(font: String, rate: Double, period: Int, spinetEffects: Bool) throws {
-        var options = SoundFontOptions()
-        options.polyphony = 512
-        options.fluidEffects = !spinetEffects
-        let unit = try SoundFontUnit(fonts: [font], sampleRate: rate, options: options)
-        var config = Engine.Configuration()
+        var settings = GraphSettings()
+        settings.soundFont.polyphony = 512
+        settings.soundFont.fluidEffects = !spinetEffects
         if spinetEffects {
-            config.reverb = .hall
-            config.chorus = .wide
-            config.delay = .dottedEighth
-            config.equalizer = .init(highPassEnabled: true, highPassFrequency: 30, lowShelfGainDB: 2, highShelfGainDB: -2)
+            settings.engine.reverb = .hall
+            settings.engine.chorus = .wide
+            settings.engine.delay = .dottedEighth
+            settings.engine.equalizer = .init(highPassEnabled: true, highPassFrequency: 30, lowShelfGainDB: 2, highShelfGainDB: -2)
         }
-        engine = Engine(configuration: config)
-        engine.routeAll(to: engine.add(unit))
-        let synth = OscillatorSynth(polyphony: 64)
-        let synthIndex = engine.add(synth)
-        engine.route(channel: 15, to: synthIndex)
-        engine.routeBank(msb: OscillatorSynth.spinetPresetBank, to: synthIndex)
-        queue = engine.addInput(capacity: 8192)
+        settings.channelAssignments = ["16=synth"]
+        let unit = try SoundFontUnit(fonts: [font], sampleRate: rate, channels: settings.engine.ports * 16, options: settings.soundFont)
+        let graph = try GraphBuilder.live(settings, soundFont: unit, inputCapacities: [8192, 1024])
+        engine = graph.engine
+        queue = graph.inputs[0]
         self.period = period
         engine.prepare(sampleRate: rate, maxFrames: period)
         left = .allocate(capacity: period)
@@ -142,8 +142,8 @@ for spinetEffects in [false, true] {
         for _ in 0..<200 { box.feed(); box.render() }
     }
     let syscalls = trapped.map { String($0.count) } ?? "not measured (seccomp unavailable)"
-    let what = spinetEffects ? "SoundFont unit (Spinet's reverb, chorus, delay, EQ) + oscillator synth"
-                             : "SoundFont unit (FluidSynth's effects) + oscillator synth"
+    let what = spinetEffects ? "play's graph: swappable SoundFont unit (Spinet's reverb, chorus, delay, EQ) + oscillator synth"
+                             : "play's graph: swappable SoundFont unit (FluidSynth's effects) + oscillator synth"
     print(String(format: "%@, up to %d voices, %d-frame periods: per %d render cycles %d allocations, %d frees, %d lock calls; system calls in 200 cycles: %@",
                  what, rig.engine.statistics.peakVoices, o.period, o.cycles, allocations, frees, locks, syscalls))
     if allocations + frees + locks > 0 || (trapped?.count ?? 0) > 0 { dirty = true }

@@ -228,28 +228,23 @@ struct Play: ParsableCommand {
         }
 
         // 6. The engine: one input queue for the sequencer thread, one for this thread.
-        var config = Engine.Configuration()
-        config.ports = ports
-        config.gainDB = gain
-        config.mutedChannels = mutedChannels
-        config.soloChannels = soloChannels
-        config.reverb = fx.reverb
-        config.chorus = fx.chorus
-        config.delay = fx.delay
-        config.equalizer = fx.equalizer
-        let engine = Engine(configuration: config)
-        // The SoundFont sits in a slot that a new one can replace while playing.
-        let slot = SwappableInstrument(unit, channels: ports * 16)
-        engine.routeAll(to: engine.add(slot))
-        // Spinet's own synth: channels given to it, and any channel a Bank Select 126 moves there.
-        let synth = try Render.makeSynth(presets: presets, polyphony: 256)
-        let synthChannels = try Render.applyAssignments(channelAssignments, to: synth, ports: ports,
-                                                        configCount: settings.channels.count, configLabel: settings.label("channels"))
-        let synthIndex = engine.add(synth)
-        for c in synthChannels { engine.route(channel: c, to: synthIndex) }
-        engine.routeBank(msb: OscillatorSynth.spinetPresetBank, to: synthIndex)
-        let midiQueue = engine.addInput(capacity: 8192)
-        let controlQueue = engine.addInput(capacity: 1024)
+        var graphSettings = GraphSettings()
+        graphSettings.engine.ports = ports
+        graphSettings.engine.gainDB = gain
+        graphSettings.engine.mutedChannels = mutedChannels
+        graphSettings.engine.soloChannels = soloChannels
+        graphSettings.engine.reverb = fx.reverb
+        graphSettings.engine.chorus = fx.chorus
+        graphSettings.engine.delay = fx.delay
+        graphSettings.engine.equalizer = fx.equalizer
+        graphSettings.soundFont = options
+        graphSettings.presets = try Render.presetBank(presets)
+        graphSettings.channelAssignments = channelAssignments
+        graphSettings.configChannelCount = settings.channels.count
+        graphSettings.configLabel = settings.label("channels")
+        let graph = try orFailure { try GraphBuilder.live(graphSettings, soundFont: unit, inputCapacities: [8192, 1024]) }
+        let engine = graph.engine, slot = graph.soundFontSlot!
+        let midiQueue = graph.inputs[0], controlQueue = graph.inputs[1]
         engine.prepare(sampleRate: Double(output.sampleRate), maxFrames: output.periodFrames)
         engine.setTempo(beatsPerMinute: tempo)
 

@@ -7,6 +7,7 @@ import Synchronization
 import SpinetEffects
 import SpinetEngine
 import SpinetFile
+import SpinetRig
 import SpinetSettings
 import SpinetMIDI
 import SpinetSoundFont
@@ -308,106 +309,16 @@ struct Render: ParsableCommand {
 
         try Self.checkMuteAndSolo(schedule, input: input, settings: s, log: log)
 
-        // 2. The SoundFont(s), loaded before any audio work.
+        // 2. The SoundFont(s), loaded before any audio work, and the engine, driven offline.
         let fonts = try Render.fontsOrDefault(s.soundFonts)
-        var maxChannel = 0
-        for e in schedule.events {
-            if case .message(let m) = e.kind, let c = m.channel { maxChannel = max(maxChannel, Int(c)) }
-        }
-        let ports = maxChannel / 16 + 1
-        var options = SoundFontOptions()
-        options.polyphony = s.polyphony
-        options.fluidEffects = s.fluidEffects
-        let synth = OscillatorSynth(presets: s.presetBank, polyphony: 256)
-        let synthChannels = try Self.applyAssignments(s.channelAssignments, to: synth, ports: ports,
-                                                      configCount: s.configChannelCount, configLabel: s.configLabel)
-        // Split by what the notes cost in this font: its layers, releases and
-        // sample lengths. (The model is gone before FluidSynth loads the font.)
-        // A channel that is most of the work (a busy drum track) is split:
-        // each key's notes take turns between the synthesizers.
-        let balanced: [[ChannelPartition.Lane]] = {
-            let models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
-            let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
-                models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
-            }
-            // every loaded font's classes: a preset may come from any of them
-            let exclusiveKeys: ChannelPartition.ExclusiveKeys = { bank, program, drum in
-                models.flatMap { $0.exclusiveKeys(bank: bank, program: program, drum: drum) }
-            }
-            return ChannelPartition.lanes(schedule, channels: ports * 16, parts: Self.partitions,
-                                          noteCost: models.isEmpty ? nil : noteCost,
-                                          exclusiveKeys: models.count == fonts.count ? exclusiveKeys : nil)
-        }()
-        var laneGroups = balanced
-            .map { $0.filter { !synthChannels.contains($0.channel) } }.filter { !$0.isEmpty }
-        if laneGroups.isEmpty { laneGroups = [[]] }   // the SoundFont player stays for Bank Select switches back
-        let groups = laneGroups.map { lanes in lanes.map(\.channel) }
-        let plays = ChannelPartition.playing(schedule, channels: ports * 16)
-        var units: [SoundFontUnit] = []
-        do {
-            // FluidSynth shares one copy of the sample data between its synths.
-            for channels in groups {
-                // only the channels that play get an output of their own
-                options.soundingChannels = channels.filter { plays[$0] }
-                // only the presets the group's Program Changes can reach (a
-                // channel's messages only ever reach its own group's unit)
-                let members = Set(channels)
-                options.programs = Set(schedule.events.compactMap { e -> Int? in
-                    guard case .message(.programChange(let c, let program)) = e.kind, members.contains(Int(c)) else { return nil }
-                    return Int(program)
-                })
-                units.append(try SoundFontUnit(fonts: fonts, sampleRate: Double(rate), channels: ports * 16, options: options))
-            }
-        } catch {
-            throw Failure(error.description)
-        }
+        let graph = try orFailure { try GraphBuilder.offline(s.graph, fonts: fonts, schedule: schedule, sampleRate: Double(rate),
+                                                             partitions: Self.partitions) }
+        let units = graph.soundFonts
         if announceSoundFont && !s.quiet { log("SoundFont: \(fonts.joined(separator: ", "))") }
         // Every unit loaded the same fonts: say once what of them is damaged,
         // even with --quiet (the render lacks instruments).
         if announceSoundFont { for w in units.first?.fontWarnings ?? [] { log("spinet: warning: \(w)") } }
-
-        // 3. The engine, driven offline.
-        var config = Engine.Configuration()
-        config.ports = ports
-        config.gainDB = s.gain
-        config.offlineRenderThreads = min(s.threads, groups.count)
-        config.mutedChannels = s.mutedChannels
-        config.soloChannels = s.soloChannels
-        if s.spinetEffects {
-            config.reverb = s.reverb
-            config.chorus = s.chorus
-            config.delay = s.delay
-        }
-        config.equalizer = s.equalizer
-        let engine = Engine(configuration: config)
-        // a split channel: its home unit first, then its guests
-        var splits: [Int: (units: [Int], fixedKeys: [Int])] = [:]
-        for (unit, lanes) in zip(units, laneGroups) {
-            let index = engine.add(unit)
-            for lane in lanes {
-                switch lane.share {
-                case .whole: engine.route(channel: lane.channel, to: index)
-                case .home(let keys): splits[lane.channel, default: ([], [])].units.insert(index, at: 0)
-                                      splits[lane.channel]!.fixedKeys = keys
-                case .guest: splits[lane.channel, default: ([], [])].units.append(index)
-                }
-            }
-        }
-        for (channel, split) in splits.sorted(by: { $0.key < $1.key }) {
-            engine.route(channel: channel, takingTurns: split.units, fixedKeys: split.fixedKeys)
-        }
-        // The synth joins only if something can play it: a silent unit would
-        // still be rendered, mixed and given its wavetables (1.5 MB) each render.
-        let bankSelectsSynth = schedule.events.contains { e in
-            guard case .message(.controlChange(_, MIDIController.bankSelectMSB, let value)) = e.kind else { return false }
-            return OscillatorSynth.bankSelectsSpinetPresets(msb: value)
-        }
-        if !synthChannels.isEmpty || bankSelectsSynth {
-            let synthIndex = engine.add(synth)
-            for c in synthChannels { engine.route(channel: c, to: synthIndex) }
-            engine.routeBank(msb: OscillatorSynth.spinetPresetBank, to: synthIndex)
-        }
-        let queue = engine.addInput(capacity: 16384)
+        let engine = graph.engine, queue = graph.inputs[0], synth = graph.synth, synthChannels = graph.synthChannels
         let renderer = OfflineRenderer(engine: engine, queue: queue, schedule: schedule)
         engine.prepare(sampleRate: Double(rate), maxFrames: renderer.options.blockFrames)
 
@@ -603,31 +514,9 @@ struct Render: ParsableCommand {
     }
 
     /// Applies `--channel` options; returns the channels that play the synth.
-    /// The first `configCount` came from the config file (`configLabel` names it and its key).
     static func applyAssignments(_ texts: [String], to synth: OscillatorSynth, ports: Int,
                                  configCount: Int = 0, configLabel: String = "") throws -> Set<Int> {
-        var synthChannels = Set<Int>()
-        for (i, text) in texts.enumerated() {
-            let option = i < configCount ? configLabel : "--channel"
-            let a: ChannelAssignment
-            do { a = try ChannelAssignment(parsing: text, ports: max(ports, 1), option: option) } catch { throw Failure(error.description) }
-            for c in a.channels {
-                switch a.instrument {
-                case .soundFont:
-                    synthChannels.remove(c)
-                case .synth(let preset):
-                    synthChannels.insert(c)
-                    if let preset {
-                        do {
-                            try synth.setPreset(preset, channel: c)
-                        } catch {
-                            throw Failure("\(option) \(text): \(error.description)")
-                        }
-                    }
-                }
-            }
-        }
-        return synthChannels
+        try orFailure { try GraphBuilder.applyAssignments(texts, to: synth, ports: ports, configCount: configCount, configLabel: configLabel) }
     }
 
     /// Why no output name can be derived from `input` (nil: it can): standard
@@ -721,6 +610,32 @@ struct RenderSettings: Sendable {
     var normalize: Double?
     /// Files the render reads besides the MIDI file (fonts, presets, config): never the output.
     var filesInUse: [FileInUse] = []
+}
+
+extension RenderSettings {
+    /// What the graph builder makes of these settings (ports and render
+    /// threads are decided per file).
+    var graph: GraphSettings {
+        var g = GraphSettings()
+        g.engine.gainDB = gain
+        g.engine.mutedChannels = mutedChannels
+        g.engine.soloChannels = soloChannels
+        if spinetEffects {
+            g.engine.reverb = reverb
+            g.engine.chorus = chorus
+            g.engine.delay = delay
+        }
+        g.engine.equalizer = equalizer
+        g.soundFont.polyphony = polyphony
+        g.soundFont.fluidEffects = fluidEffects
+        g.presets = presetBank
+        g.synthPolyphony = 256
+        g.channelAssignments = channelAssignments
+        g.configChannelCount = configChannelCount
+        g.configLabel = configLabel
+        g.renderThreads = threads
+        return g
+    }
 }
 
 /// What one file's render did.
