@@ -13,12 +13,6 @@ import SpinetMIDI
 import SpinetSoundFont
 import SpinetSynth
 
-/// Set by a stopping signal (`installInterruptHandlers`); the render loop
-/// and play's main loop poll it.
-let interruptRequested = Atomic<Bool>(false)
-/// The first stopping signal received, 0 before any.
-let interruptSignal = Atomic<Int32>(0)
-
 struct Render: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Render MIDI files to audio files, faster than real time.",
@@ -110,7 +104,7 @@ struct Render: ParsableCommand {
 
     func run() throws {
         // Before any file is made: from here on a stopping signal only asks the work to stop.
-        installInterruptHandlers()
+        ProcessSignals.installStopHandlers()
         try reportingFailures {
             guard !inputs.isEmpty || dataset.from != nil else {
                 throw Failure("no input; name MIDI files (or - for standard input), or a list of them with --from LIST")
@@ -346,7 +340,7 @@ struct Render: ParsableCommand {
                     if let normalizer { try normalizer.append(left: l, right: r, frames: n) } else { try writer.write(left: l, right: r, frames: n) }
                 },
                 progress: { progress.update($0) },
-                shouldStop: { interruptRequested.load(ordering: .relaxed) })
+                shouldStop: { ProcessSignals.stopRequested.load(ordering: .relaxed) })
         } catch let e as AudioFileError {
             progress.finish()
             out.discard()
@@ -363,9 +357,9 @@ struct Render: ParsableCommand {
             log("spinet: FluidSynth: \(line)")
         }
         // (a signal after the last block still stops it: the exit status says so)
-        if report.interrupted || interruptRequested.load(ordering: .relaxed) {
+        if report.interrupted || ProcessSignals.stopRequested.load(ordering: .relaxed) {
             out.discard()
-            throw Failure("\(interruptDescription()); no output written", status: interruptExitStatus())
+            throw Failure("\(ProcessSignals.interruptDescription()); no output written", status: ProcessSignals.exitStatus())
         }
         // Silent means inaudible, not exactly 0: below the renderer's silence
         // threshold (-90 dBFS, the 16-bit LSB); effects can leave a residue far below it.
@@ -695,61 +689,4 @@ final class ProgressBar: RenderProgress {
         return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "
             + formatted("%3ld%%", Int(f * 100))
     }
-}
-
-/// The signals that stop Spinet: each asks the work to stop and clean up
-/// (a render removes its temporary files; play fades out), and the exit
-/// status is 128 + the signal's number. SIGHUP is left out for `spinet
-/// play`, where it reloads the SoundFont.
-let stoppingSignals: [(signal: Int32, name: String)] = [
-    (SIGINT, "SIGINT"), (SIGTERM, "SIGTERM"), (SIGHUP, "SIGHUP"), (SIGQUIT, "SIGQUIT"),
-    (SIGUSR1, "SIGUSR1"), (SIGUSR2, "SIGUSR2"), (SIGALRM, "SIGALRM"),
-]
-
-/// 128 + the first stopping signal (SIGINT 130, SIGTERM 143, SIGQUIT 131).
-func interruptExitStatus() -> Int32 {
-    let s = interruptSignal.load(ordering: .relaxed)
-    return 128 + (s == 0 ? SIGINT : s)
-}
-
-/// "interrupted", naming the signal unless it was Ctrl-C.
-func interruptDescription() -> String {
-    let s = interruptSignal.load(ordering: .relaxed)
-    guard s != 0, s != SIGINT, let name = stoppingSignals.first(where: { $0.signal == s })?.name else { return "interrupted" }
-    return "interrupted by \(name)"
-}
-
-/// Each stopping signal (`stoppingSignals`; SIGHUP too unless `hangUp` is
-/// false) asks the work to stop: the render loop removes its temporary
-/// file, play fades out. A second one removes every temporary file and
-/// exits at once. The handler is async-signal-safe: atomics, unlink, _exit.
-/// (SIGQUIT left to the Swift runtime would print a crash report and let
-/// the work go on.)
-func installInterruptHandlers(hangUp: Bool = true) {
-    signal(SIGPIPE, SIG_IGN)
-    // Globals are initialized on first use: do it here, not in the handler.
-    _ = interruptRequested.load(ordering: .relaxed)
-    _ = interruptSignal.load(ordering: .relaxed)
-    let signals = stoppingSignals.map(\.signal).filter { hangUp || $0 != SIGHUP }
-    var action = sigaction()
-    action.__sigaction_handler.sa_handler = { sig in
-        _ = interruptSignal.compareExchange(expected: 0, desired: sig, ordering: .relaxed)
-        if interruptRequested.exchange(true, ordering: .relaxed) {
-            OutputFile.unlinkPendingFromSignalHandler()
-            _exit(128 + interruptSignal.load(ordering: .relaxed))
-        }
-    }
-    // One handler at a time; a write to a pipe is restarted, not failed with EINTR.
-    sigemptyset(&action.sa_mask)
-    for s in signals { sigaddset(&action.sa_mask, s) }
-    action.sa_flags = SA_RESTART
-    // A process inherits its parent's blocked-signal mask; a launcher that
-    // blocks SIGINT must not make Ctrl-C (or `kill -INT`) do nothing here.
-    var unblock = sigset_t()
-    sigemptyset(&unblock)
-    for s in signals {
-        sigaction(s, &action, nil)
-        sigaddset(&unblock, s)
-    }
-    pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
 }

@@ -5,6 +5,7 @@ import SpinetEngine
 import SpinetSupport
 import Synchronization
 import SpinetFile
+import SpinetRig
 import SpinetMIDI
 import SpinetSoundFont
 
@@ -185,8 +186,8 @@ extension Render {
         // 7. The outcome.
         let (rendered, failed, interrupted) = batch.outcome
         if interrupted {
-            throw Failure("\(interruptDescription()); \(rendered.count) of \(inputs.count) files were rendered in full and kept, no partial file left",
-                          status: interruptExitStatus())
+            throw Failure("\(ProcessSignals.interruptDescription()); \(rendered.count) of \(inputs.count) files were rendered in full and kept, no partial file left",
+                          status: ProcessSignals.exitStatus())
         }
         if !quiet {
             printError(Self.batchSummary(files: inputs.count, rendered: rendered, failed: failed, skipped: skipped.count,
@@ -249,7 +250,7 @@ final class BatchState: Sendable {
 
     /// The index of the next input to render, or nil when none is left or the batch was interrupted.
     func take() -> Int? {
-        if interruptRequested.load(ordering: .relaxed) { return nil }
+        if ProcessSignals.stopRequested.load(ordering: .relaxed) { return nil }
         let i = next.add(1, ordering: .relaxed).oldValue
         return i < order.count ? order[i] : nil
     }
@@ -259,7 +260,7 @@ final class BatchState: Sendable {
     func interrupted() { results.withLock { $0.interrupted = true } }
 
     var outcome: (rendered: [FileRender], failed: [String], interrupted: Bool) {
-        results.withLock { r in (r.rendered, r.failed, r.interrupted || interruptRequested.load(ordering: .relaxed)) }
+        results.withLock { r in (r.rendered, r.failed, r.interrupted || ProcessSignals.stopRequested.load(ordering: .relaxed)) }
     }
 }
 
