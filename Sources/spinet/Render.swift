@@ -127,8 +127,7 @@ struct Render: ParsableCommand {
 
     /// The options every file of a render shares, checked before any work.
     func settings(batch: Bool) throws -> RenderSettings {
-        let file: SpinetConfig
-        do { file = try SpinetConfig.load(explicitPath: config) } catch { throw Failure(error.description) }
+        let file = try orFailure { try SpinetConfig.load(explicitPath: config) }
         let rate = self.rate ?? file.rate ?? 48000
         guard (22050...192000).contains(rate) else {
             let label = self.rate != nil ? "--rate" : file.label("rate")
@@ -196,7 +195,7 @@ struct Render: ParsableCommand {
     static func channelLists(_ texts: [String], option: String) throws -> [Int] {
         var channels: [Int] = []
         for text in texts {
-            do { channels += try ChannelAssignment.channelList(text, option: option) } catch { throw Failure(error.description) }
+            channels += try orFailure { try ChannelAssignment.channelList(text, option: option) }
         }
         return channels
     }
@@ -227,18 +226,11 @@ struct Render: ParsableCommand {
         } else {
             throw Failure("cannot tell the audio format of \(target) from its extension; use .wav, .flac, .ogg, .aiff or .mp3, or pass --format")
         }
-        do {
-            try AudioFileWriter.validate(format: container, sampleFormat: settings.sampleFormat, sampleRate: settings.rate)
-        } catch {
-            throw Failure(error.description)
-        }
-        let out: OutputFile
-        do {
-            out = try OutputFile(target: target, force: force, format: container,
-                                 inUse: [FileInUse(path: input, role: "the MIDI file being rendered")] + settings.filesInUse
-                                     + Self.defaultFontInUse(settings))
-        } catch {
-            throw Failure(error.description)
+        try orFailure { try AudioFileWriter.validate(format: container, sampleFormat: settings.sampleFormat, sampleRate: settings.rate) }
+        let out = try orFailure {
+            try OutputFile(target: target, force: force, format: container,
+                           inUse: [FileInUse(path: input, role: "the MIDI file being rendered")] + settings.filesInUse
+                               + Self.defaultFontInUse(settings))
         }
         var notes: OutputFile?
         if let path = dataset.notes {
@@ -265,11 +257,8 @@ struct Render: ParsableCommand {
                            announceSoundFont: Bool, progress: RenderProgress, log: (String) -> Void) throws -> FileRender {
         let rate = s.rate
         // 1. The MIDI file.
-        let file: MIDIFile
-        do {
-            file = try input == "-" ? MIDIFile(fileDescriptor: STDIN_FILENO) : MIDIFile(path: input)
-        } catch {
-            throw Failure("\(input == "-" ? "standard input" : input): \(error.description)")
+        let file = try orFailure("\(input == "-" ? "standard input" : input): ") {
+            try input == "-" ? MIDIFile(fileDescriptor: STDIN_FILENO) : MIDIFile(path: input)
         }
         let input = input == "-" ? "standard input" : input
         let schedule = file.schedule(sampleRate: rate)
@@ -290,15 +279,12 @@ struct Render: ParsableCommand {
         // The longest the output can be (the music, the tail cap, its fade and
         // the latency, with a second to spare) decides RF64 over WAV, or refuses AIFF.
         let musicEnd = max(schedule.endFrame, schedule.events.last?.frame ?? 0)
-        let rf64: Bool
-        do {
+        let rf64 = try orFailure {
             let options = OfflineRenderer.Options()
             let (sum, overflow) = musicEnd.addingReportingOverflow(Int64((options.tailCap + options.fadeSeconds + 1) * Double(rate)))
             let maxFrames = overflow ? Int64.max : sum   // saturating, as the renderer's own tail cap
-            rf64 = try AudioFileWriter.needsRF64(format: container, sampleFormat: s.sampleFormat, maxFrames: maxFrames, name: out.displayName)
+            return try AudioFileWriter.needsRF64(format: container, sampleFormat: s.sampleFormat, maxFrames: maxFrames, name: out.displayName)
                 && out.isSeekable   // a WAV stream already marks its sizes unknown
-        } catch {
-            throw Failure(error.description)
         }
 
         try Self.checkMuteAndSolo(schedule, input: input, settings: s, log: log)
@@ -316,13 +302,10 @@ struct Render: ParsableCommand {
         let renderer = OfflineRenderer(engine: engine, queue: queue, schedule: schedule)
         engine.prepare(sampleRate: Double(rate), maxFrames: renderer.options.blockFrames)
 
-        let writer: AudioFileWriter
-        do {
-            writer = try AudioFileWriter(path: out.writePath, fileDescriptor: out.fileDescriptor,
-                                         format: container, sampleFormat: s.sampleFormat, sampleRate: rate,
-                                         rf64: rf64, name: out.displayName)
-        } catch {
-            throw Failure(error.description)
+        let writer = try orFailure {
+            try AudioFileWriter(path: out.writePath, fileDescriptor: out.fileDescriptor,
+                                format: container, sampleFormat: s.sampleFormat, sampleRate: rate,
+                                rf64: rf64, name: out.displayName)
         }
 
         progress.start(musicSeconds: Double(schedule.endFrame) / Double(rate))

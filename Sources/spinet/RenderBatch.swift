@@ -40,11 +40,7 @@ extension Render {
         } else {
             container = .wav
         }
-        do {
-            try AudioFileWriter.validate(format: container, sampleFormat: settings.sampleFormat, sampleRate: settings.rate)
-        } catch {
-            throw Failure(error.description)
-        }
+        try orFailure { try AudioFileWriter.validate(format: container, sampleFormat: settings.sampleFormat, sampleRate: settings.rate) }
         let jobCount = jobs ?? ProcessInfo.processInfo.activeProcessorCount
         guard (1...Self.maxJobs).contains(jobCount) else {
             throw Failure("--jobs \(jobCount) is out of range; use 1 to \(Self.maxJobs)")
@@ -121,12 +117,7 @@ extension Render {
         fontOptions.polyphony = settings.polyphony
         fontOptions.fluidEffects = settings.fluidEffects
         fontOptions.programs = []       // it plays nothing: its presets would only take memory
-        let fontHolder: SoundFontUnit
-        do {
-            fontHolder = try SoundFontUnit(fonts: fonts, sampleRate: Double(settings.rate), options: fontOptions)
-        } catch {
-            throw Failure(error.description)
-        }
+        let fontHolder = try orFailure { try SoundFontUnit(fonts: fonts, sampleRate: Double(settings.rate), options: fontOptions) }
         defer { withExtendedLifetime(fontHolder) {} }
 
         // 4. The output directories: created if missing, and proven writable.
@@ -283,16 +274,11 @@ struct BatchJob: Sendable {
             let input = inputs[i]
             let progress = BatchDisplay.FileProgress(display: display, slot: slot, estimate: estimates[i])
             do {
-                let out: OutputFile
-                do {
-                    out = try OutputFile(target: targets[i], force: force, format: container, inUse: inUse)
-                } catch {
-                    throw Failure(error.description)
-                }
+                let out = try orFailure { try OutputFile(target: targets[i], force: force, format: container, inUse: inUse) }
                 var notes: OutputFile?
                 if let notesDirectory {
                     let name = URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + ".csv"
-                    do { notes = try OutputFile(target: notesDirectory + "/" + name, force: force, inUse: inUse) } catch { throw Failure(error.description) }
+                    notes = try orFailure { try OutputFile(target: notesDirectory + "/" + name, force: force, inUse: inUse) }
                 }
                 let r = try Render.renderFile(input, to: out, format: container, settings: settings, notes: notes,
                                               announceSoundFont: false, progress: progress, log: display.print)
