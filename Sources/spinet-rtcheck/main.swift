@@ -1,7 +1,9 @@
 // spinet-rtcheck: counts what Spinet's render path does that a real-time
 // thread must never do -- allocate or free memory, take a lock, make a system
 // call -- over many live-sized render cycles with 256 voices sounding and
-// events arriving every cycle. `spinet bench` runs it and prints its lines.
+// events arriving every cycle, and a SoundFont switch halfway. The graph is
+// `spinet play`'s own (GraphBuilder.live). `spinet bench` runs it and prints
+// its lines.
 //
 // It is a separate executable because the counting works by interposing
 // malloc and the lock functions (Tests/CRealtimeProbe); the `spinet` binary
@@ -48,6 +50,10 @@ func fail(_ message: String) -> Never {
 final class Rig: @unchecked Sendable {
     let engine: Engine
     let queue: EventQueue
+    let slot: SwappableInstrument
+    let settings: GraphSettings
+    let font: String
+    let rate: Double
     let left: UnsafeMutablePointer<Float>
     let right: UnsafeMutablePointer<Float>
     let period: Int
@@ -75,6 +81,10 @@ final class Rig: @unchecked Sendable {
         let graph = try GraphBuilder.live(settings, soundFont: unit, inputCapacities: [8192, 1024])
         engine = graph.engine
         queue = graph.inputs[0]
+        slot = graph.soundFontSlot!
+        self.settings = settings
+        self.font = font
+        self.rate = rate
         self.period = period
         engine.prepare(sampleRate: rate, maxFrames: period)
         left = .allocate(capacity: period)
@@ -117,6 +127,15 @@ final class Rig: @unchecked Sendable {
     }
 
     func render() { engine.render(frames: period, left: left, right: right) }
+
+    /// What `spinet play` does when a new SoundFont is asked for: load it on
+    /// this (control) thread and offer it to the slot; the render thread
+    /// takes it over at its next block, replaying the channel state into it,
+    /// while the old one's notes ring on.
+    func switchSoundFont() throws {
+        let unit = try SoundFontUnit(fonts: [font], sampleRate: rate, channels: settings.engine.ports * 16, options: settings.soundFont)
+        guard slot.offer(unit) else { fail("the SoundFont slot refused a new font") }
+    }
 }
 
 let o = parse()
@@ -129,7 +148,11 @@ for spinetEffects in [false, true] {
     let rig: Rig
     do { rig = try Rig(font: font, rate: o.rate, period: o.period, spinetEffects: spinetEffects) } catch { fail("\(error)") }
     var allocations = 0, frees = 0, locks = 0
-    for _ in 0..<o.cycles {
+    for cycle in 0..<o.cycles {
+        // halfway, a font switch, as play does it (loaded here, uncounted)
+        if cycle == o.cycles / 2 {
+            do { try rig.switchSoundFont() } catch { fail("\(error)") }
+        }
         rig.feed()
         let c = RealtimeProbe.counts { rig.render() }
         allocations += c.allocations
