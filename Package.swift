@@ -73,6 +73,9 @@ let package = Package(
         .testTarget(name: "SpinetSupportTests", dependencies: ["SpinetSupport"]),
         .testTarget(name: "SpinetEffectsTests", dependencies: ["SpinetEffects", "SpinetTestSupport"]),
         .testTarget(name: "SpinetALSATests", dependencies: ["SpinetALSA", "SpinetEngine", "SpinetMIDI", "CALSA", "SpinetTestSupport", "CRealtimeProbe", "SpinetHost", "SpinetRig"]),
+        .testTarget(name: "SpinetRigTests", dependencies: [
+            "SpinetRig", "SpinetHost", "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetTestSupport",
+        ]),
         .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport", "CEBUR128"]),
     ]
 )
