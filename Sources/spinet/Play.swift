@@ -3,15 +3,11 @@ import FoundationEssentials
 import Glibc
 import SpinetSupport
 import SpinetALSA
-import SpinetEngine
 import SpinetFile
-import SpinetHost
 import SpinetRig
 import SpinetSettings
 import SpinetMIDI
 import SpinetSoundFont
-import SpinetSynth
-import Synchronization
 
 struct Play: ParsableCommand {
     static let configuration = CommandConfiguration(

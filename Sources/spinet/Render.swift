@@ -453,11 +453,6 @@ struct Render: ParsableCommand {
         return p
     }
 
-    /// Spinet's oscillator synth, with the factory presets or a preset file.
-    static func makeSynth(presets: String?, polyphony: Int) throws -> OscillatorSynth {
-        OscillatorSynth(presets: try presetBank(presets), polyphony: polyphony)
-    }
-
     /// The factory presets, or those of a preset file.
     static func presetBank(_ path: String?, label: String? = nil) throws -> PresetBank {
         guard let path else { return .factory }
