@@ -2,6 +2,7 @@ import CJACK
 import Glibc
 import Synchronization
 import SpinetEngine
+import SpinetHost
 
 /// Spinet as a client of a JACK server (jackd, or PipeWire's libjack):
 /// audio outputs `out_L` and `out_R`, MIDI inputs `midi_in` (`midi_in_1`,
@@ -105,7 +106,7 @@ public final class JACKClient: @unchecked Sendable {
 
     // MARK: state the callbacks set
     let serverRate = Atomic<Int>(0)
-    let bufferFrames = Atomic<Int>(0)
+    let serverPeriod = Atomic<Int>(0)
     let freewheeling = Atomic<Bool>(false)
     let xrunCount = Atomic<Int>(0)
     /// Set by jack_on_shutdown / jack_on_info_shutdown.
@@ -250,7 +251,7 @@ public final class JACKClient: @unchecked Sendable {
             }
             // The faded cycle is on its way out; let the limiter's delay line
             // and two more periods of silence follow it, so closing cannot click.
-            let frames = graph.engine.latencyFrames + 2 * max(bufferFrames.load(ordering: .relaxed), 1)
+            let frames = graph.engine.latencyFrames + 2 * max(serverPeriod.load(ordering: .relaxed), 1)
             if !freewheeling.load(ordering: .relaxed) { usleep(UInt32(Double(frames) / rate * 1e6) + 1_000) }
         }
         close()
@@ -276,7 +277,7 @@ public final class JACKClient: @unchecked Sendable {
 
     /// The server's sample rate and period now.
     public var sampleRate: Int { serverRate.load(ordering: .relaxed) }
-    public var periodFrames: Int { bufferFrames.load(ordering: .relaxed) }
+    public var periodFrames: Int { serverPeriod.load(ordering: .relaxed) }
     public var xruns: Int { xrunCount.load(ordering: .relaxed) }
     public var isFreewheeling: Bool { freewheeling.load(ordering: .relaxed) }
     /// True while the server is away (between its shutdown and our return).
@@ -319,31 +320,24 @@ public final class JACKClient: @unchecked Sendable {
 
     private func notice(_ line: String) { noticeLines.withLock { $0.append(line) } }
 
-    public struct Load: Sendable {
-        /// Mean and peak process time as a fraction of the period (1 = 100 %).
-        public var mean: Double
-        public var peak: Double
-        public var cycles: Int
-    }
-
     private var periodNanoseconds: Double {
         let rate = Double(max(sampleRate, 1))
         return Double(max(periodFrames, 1)) * 1e9 / rate
     }
 
     /// Process load since the previous call (freewheeling cycles left out).
-    public func takeIntervalLoad() -> Load {
+    public func takeIntervalLoad() -> RenderLoad {
         let s = intervalSum.exchange(0, ordering: .relaxed)
         let n = intervalCount.exchange(0, ordering: .relaxed)
         let p = intervalPeak.exchange(0, ordering: .relaxed)
-        return Load(mean: n > 0 ? Double(s) / Double(n) / periodNanoseconds : 0, peak: Double(p) / periodNanoseconds, cycles: n)
+        return RenderLoad(mean: n > 0 ? Double(s) / Double(n) / periodNanoseconds : 0, peak: Double(p) / periodNanoseconds, periods: n)
     }
 
     /// Process load since the start (the first half second left out).
-    public var totalLoad: Load {
+    public var totalLoad: RenderLoad {
         let n = totalCount.load(ordering: .relaxed)
-        return Load(mean: n > 0 ? Double(totalSum.load(ordering: .relaxed)) / Double(n) / periodNanoseconds : 0,
-                    peak: Double(totalPeak.load(ordering: .relaxed)) / periodNanoseconds, cycles: n)
+        return RenderLoad(mean: n > 0 ? Double(totalSum.load(ordering: .relaxed)) / Double(n) / periodNanoseconds : 0,
+                          peak: Double(totalPeak.load(ordering: .relaxed)) / periodNanoseconds, periods: n)
     }
 
     /// Measuring aid: records the process time (nanoseconds) of the next
@@ -376,7 +370,7 @@ public final class JACKClient: @unchecked Sendable {
         }
         let rate = Int(jack_get_sample_rate(c))
         serverRate.store(rate, ordering: .releasing)
-        bufferFrames.store(Int(jack_get_buffer_size(c)), ordering: .relaxed)
+        serverPeriod.store(Int(jack_get_buffer_size(c)), ordering: .relaxed)
         freewheeling.store(false, ordering: .relaxed)
         // No process thread runs: a graph still waiting to be adopted is dropped.
         Self.release(pendingGraph.exchange(0, ordering: .acquiringAndReleasing))
@@ -597,7 +591,7 @@ public final class JACKClient: @unchecked Sendable {
             }
             if let failure { notice("\(failure.description); trying again") }
             if let c = back {
-                notice("the JACK server is back: client '\(configuration.name)' at \(serverRate.load(ordering: .relaxed)) Hz, \(bufferFrames.load(ordering: .relaxed)) frames")
+                notice("the JACK server is back: client '\(configuration.name)' at \(serverRate.load(ordering: .relaxed)) Hz, \(serverPeriod.load(ordering: .relaxed)) frames")
                 return c
             }
         }

@@ -37,7 +37,7 @@ extension JACKClient {
         // The engine is prepared for `maxFrames`, and renders longer periods
         // in pieces: a new period needs nothing but its length.
         jack_set_buffer_size_callback(c, { frames, arg in
-            JACKClient.client(arg).bufferFrames.store(Int(frames), ordering: .relaxed)
+            JACKClient.client(arg).serverPeriod.store(Int(frames), ordering: .relaxed)
             return 0
         }, context)
         // A new rate needs a new graph: the supervisor builds it; the process
@@ -226,7 +226,7 @@ extension JACKClient {
         if spent > intervalPeak.load(ordering: .relaxed) { intervalPeak.store(spent, ordering: .relaxed) }
         // The first half second warms code and memory up: left out of the total.
         let rate = serverRate.load(ordering: .relaxed)
-        if cycleCount.load(ordering: .relaxed) * max(bufferFrames.load(ordering: .relaxed), 1) < rate / 2 { return }
+        if cycleCount.load(ordering: .relaxed) * max(serverPeriod.load(ordering: .relaxed), 1) < rate / 2 { return }
         totalSum.add(spent, ordering: .relaxed)
         totalCount.add(1, ordering: .relaxed)
         if spent > totalPeak.load(ordering: .relaxed) { totalPeak.store(spent, ordering: .relaxed) }

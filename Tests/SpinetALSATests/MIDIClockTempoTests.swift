@@ -1,5 +1,6 @@
 import Testing
 @testable import SpinetALSA
+import SpinetMIDI
 
 /// The tempo of a MIDI clock (24 ticks per quarter note), which the live
 /// delay follows: exact for a steady clock, steady under arrival jitter,

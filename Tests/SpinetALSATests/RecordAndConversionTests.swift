@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SpinetALSA
+import SpinetHost
 
 /// The record ring (render thread -> writer thread) and the conversion to
 /// device sample formats.

@@ -5,6 +5,8 @@ import SpinetTestSupport
 import Synchronization
 import Testing
 @testable import SpinetALSA
+import SpinetHost
+import SpinetRig
 
 final class ThreadLog: Sendable {
     let threads = Mutex<[UInt]>([])

@@ -1,5 +1,6 @@
 import Testing
 @testable import SpinetALSA
+import SpinetMIDI
 
 /// SysEx split by ALSA into pieces (as a raw MIDI port delivers it), put
 /// back together per source, with a size bound.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SpinetALSA
+import SpinetHost
 
 /// Arrival time -> engine frame: constant latency, whatever the anchor.
 @Suite("LiveTiming and AudioTimeline")
