@@ -37,7 +37,7 @@ func spinetConfiguration(_ server: JACKTestServer, name: String = "Spinet", conn
 /// returns, per note, how many frames after its send frame the sound began
 /// (nil: no clean onset found).
 func onsetDelays(server: JACKTestServer, spinet: String = "Spinet", offsets: [Int], midiPort: String = "midi_in",
-                 tag: String = "") throws -> [Int?] {
+                 tag: String = "", spacing: Int = 24) throws -> [Int?] {
     let sender = try JACKTestClient(name: "sender\(tag)", server: server.name, midiOut: true)
     let recorder = try JACKTestClient(name: "recorder\(tag)", server: server.name, audioIn: 1)
     try sender.connect(sender.port("midi_out"), "\(spinet):\(midiPort)")
@@ -48,11 +48,11 @@ func onsetDelays(server: JACKTestServer, spinet: String = "Spinet", offsets: [In
     var notes: [JACKTestClient.Note] = []
     for (i, offset) in offsets.enumerated() {
         let key = UInt8(48 + i)
-        notes.append(.init(cycle: 8 + 24 * i, offset: offset, bytes: [0x90, key, 100]))
-        notes.append(.init(cycle: 12 + 24 * i, offset: 0, bytes: [0x80, key, 0]))
+        notes.append(.init(cycle: 8 + spacing * i, offset: offset, bytes: [0x90, key, 100]))
+        notes.append(.init(cycle: 12 + spacing * i, offset: 0, bytes: [0x80, key, 0]))
     }
     let period = max(recorder.lastPeriod, 1)
-    recorder.arm(recordFrames: (24 * offsets.count + 40) * period)
+    recorder.arm(recordFrames: (spacing * offsets.count + 40) * period)
     sender.arm(notes: notes)
     #expect(waitFor(20) { sender.allSent && recorder.recordingFull }, "notes not sent or recording not full")
     let (samples, start) = recorder.recording

@@ -1,0 +1,74 @@
+import Foundation
+import Glibc
+import Testing
+import SpinetJACK
+import SpinetTestSupport
+
+extension JACKTests {
+/// `spinet play --driver jack`, the command, against a private jackd.
+@Suite("spinet play --driver jack")
+struct JACKCommandTests {
+    /// Starts `spinet play` with `arguments` on `server`; its output goes to a file.
+    static func play(_ arguments: [String], server: String) throws -> (Process, URL) {
+        let log = URL(fileURLWithPath: NSTemporaryDirectory() + "spinet-play-jack-\(getpid())-\(UUID().uuidString).log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: SpinetCommand.executable)
+        p.arguments = ["play", "--driver", "jack", "--priority", "0"] + arguments
+        var env = ProcessInfo.processInfo.environment
+        env["JACK_DEFAULT_SERVER"] = server
+        p.environment = env
+        let handle = try FileHandle(forWritingTo: log)
+        p.standardOutput = handle
+        p.standardError = handle
+        p.standardInput = FileHandle.nullDevice
+        var all = sigset_t(), saved = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_UNBLOCK, &all, &saved)      // the child starts with no signal blocked
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+        try p.run()
+        return (p, log)
+    }
+
+    @Test func withoutAServerItIsOneLineAndStatus1() throws {
+        let (p, log) = try Self.play([], server: "spinet-no-such-server-\(getpid())")
+        p.waitUntilExit()
+        let text = try String(contentsOf: log, encoding: .utf8)
+        try? FileManager.default.removeItem(at: log)
+        #expect(p.terminationStatus == 1)
+        #expect(text == "spinet: no JACK server running; start one (jackd, or PipeWire's pipewire-jack)\n")
+    }
+
+    /// Spinet's synth on every channel: notes sent at known offsets land
+    /// exactly the limiter's look-ahead after their frame; the audio goes to
+    /// the physical ports (auto); Ctrl-C ends it with status 0 within a second.
+    @Test func playsExactlyAndStopsOnCtrlC() throws {
+        let server = JACKTestServer()
+        try server.start()
+        // No effects: their tails would never let the output fall to exact zeros between notes.
+        let (p, log) = try Self.play(["--channel", "all=synth:saw", "--name", "Spinet", "--dry"], server: server.name)
+        defer { try? FileManager.default.removeItem(at: log) }
+        #expect(waitFor(20) { (try? JACKPorts.list(server: server.name))?.first { $0.name == "Spinet:out_R" }?.connections.isEmpty == false })
+        usleep(200_000)
+        let ports = try JACKPorts.list(server: server.name)
+        #expect(ports.first { $0.name == "Spinet:out_L" }?.connections == ["system:playback_1"])
+        #expect(ports.first { $0.name == "Spinet:out_R" }?.connections == ["system:playback_2"])
+        let offsets = [0, 1, 37, 63, 64, 100, 127]
+        let delays = try onsetDelays(server: server, offsets: offsets, spacing: 64)
+        print("spinet play --driver jack: onset delays \(delays.map { $0.map(String.init) ?? "none" })")
+        #expect(delays == offsets.map { _ in 72 })
+
+        let t0 = Date()
+        kill(p.processIdentifier, SIGINT)
+        p.waitUntilExit()
+        let took = Date().timeIntervalSince(t0)
+        let text = try String(contentsOf: log, encoding: .utf8)
+        print("spinet play --driver jack: exit \(p.terminationStatus) \(took) s after SIGINT; output:\n\(text)")
+        #expect(p.terminationStatus == 0)
+        #expect(took < 1)
+        #expect(text.contains("Audio: JACK client 'Spinet', 48000 Hz, 128 frames"))
+        #expect(text.contains("MIDI: JACK input Spinet:midi_in"))
+        #expect(text.contains("Played "))
+    }
+}
+}
