@@ -2,10 +2,11 @@ import ArgumentParser
 import Glibc
 import SpinetSupport
 import SpinetALSA
+import SpinetJACK
 
 struct Ports: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List MIDI sources and audio outputs, with the names `play --connect` and `play --device` take."
+        abstract: "List MIDI sources and audio outputs, with the names `play --connect`, `play --device` and `play --jack-connect` take."
     )
 
     func run() throws {
@@ -38,6 +39,20 @@ struct Ports: ParsableCommand {
         }
         for o in outputs {
             lines.append("  \(o.name.padded(to: max(width, 7)))  \(o.description)")
+        }
+        lines.append("")
+        lines.append("JACK ports (spinet play --driver jack --jack-connect PORT,PORT takes audio inputs; connect MIDI outputs to Spinet's midi_in):")
+        do {
+            let ports = try JACKPorts.list()
+            if ports.isEmpty { lines.append("  (none)") }
+            let width = ports.map(\.name.count).max() ?? 0
+            for p in ports {
+                let kind = "\(p.isAudio ? "audio" : p.isMIDI ? "MIDI" : p.type) \(p.isInput ? "input" : "output")\(p.isPhysical ? ", physical" : "")"
+                let links = p.connections.isEmpty ? "" : "   -> " + p.connections.joined(separator: ", ")
+                lines.append("  \(p.name.padded(to: width))  \(kind)\(links)")
+            }
+        } catch {
+            lines.append("  (none: \(error.description))")
         }
         print(lines.joined(separator: "\n"))
         if cards == 0 {
