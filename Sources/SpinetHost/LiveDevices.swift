@@ -108,4 +108,13 @@ public protocol MIDIInput: AnyObject, Sendable {
     /// Lines for the user (connections made and lost, overflows), oldest first.
     func takeNotices() -> [String]
     var inputStatistics: MIDIInputStatistics { get }
+    /// True for an input the audio callback reads (JACK MIDI ports, a
+    /// plugin's event list): its events land at their frames in the block
+    /// being rendered, so MIDI in to audio out is the engine's own latency,
+    /// not the device buffer's. Default false.
+    var readsInAudioCallback: Bool { get }
+}
+
+extension MIDIInput {
+    public var readsInAudioCallback: Bool { false }
 }

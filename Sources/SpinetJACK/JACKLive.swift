@@ -69,6 +69,7 @@ public final class JACKMIDIInput: MIDIInput, @unchecked Sendable {
         return "JACK \(one ? "input" : "inputs") \(ports.joined(separator: ", ")) (connect \(one ? "it" : "them") from a DAW, a keyboard's JACK port or a session manager)"
     }
     public func stop() {}
+    public var readsInAudioCallback: Bool { true }
     /// The client's lines too (the server gone and back, connections).
     public func takeNotices() -> [String] { client.takeNotices() }
     public var inputStatistics: MIDIInputStatistics {

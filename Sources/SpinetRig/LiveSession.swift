@@ -127,9 +127,14 @@ public final class LiveSession {
             _ = midi.takeNotices()
         }
         say("Audio: " + device.summary)
-        say(formatted("Latency: %.1f ms from MIDI in to audio out (%ld x %ld frames buffer + %ld safety + %ld limiter look-ahead = %ld frames at %ld Hz)",
-                      Double(totalLatency) * 1000 / sampleRate, device.periods, device.periodFrames, safetyFrames,
-                      engine.latencyFrames, totalLatency, device.sampleRate))
+        if midi?.readsInAudioCallback == true {
+            say(formatted("Latency: %.1f ms from MIDI in to audio out (the limiter's look-ahead, %ld frames at %ld Hz; each event lands at its frame in the cycle)",
+                          Double(engine.latencyFrames) * 1000 / sampleRate, engine.latencyFrames, device.sampleRate))
+        } else {
+            say(formatted("Latency: %.1f ms from MIDI in to audio out (%ld x %ld frames buffer + %ld safety + %ld limiter look-ahead = %ld frames at %ld Hz)",
+                          Double(totalLatency) * 1000 / sampleRate, device.periods, device.periodFrames, safetyFrames,
+                          engine.latencyFrames, totalLatency, device.sampleRate))
+        }
         if case .refused(let e) = scheduling {
             say("spinet: warning: the audio thread has no real-time priority (\(String(cString: strerror(e)))), so sound may click when the machine is busy. "
                 + "To allow it: add '@audio - rtprio 95' and '@audio - memlock unlimited' to /etc/security/limits.d/audio.conf, "

@@ -68,6 +68,7 @@ struct JACKCommandTests {
         #expect(took < 1)
         #expect(text.contains("Audio: JACK client 'Spinet', 48000 Hz, 128 frames"))
         #expect(text.contains("MIDI: JACK input Spinet:midi_in"))
+        #expect(text.contains("Latency: 1.5 ms from MIDI in to audio out (the limiter's look-ahead, 72 frames at 48000 Hz"))
         #expect(text.contains("Played "))
     }
 }
