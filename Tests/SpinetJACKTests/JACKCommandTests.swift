@@ -71,5 +71,34 @@ struct JACKCommandTests {
         #expect(text.contains("Latency: 1.5 ms from MIDI in to audio out (the limiter's look-ahead, 72 frames at 48000 Hz"))
         #expect(text.contains("Played "))
     }
+
+    /// The server is stopped and started again: play says so, comes back by
+    /// itself with its ports and connections, and notes land exactly again.
+    @Test func comesBackWhenTheServerRestarts() throws {
+        let server = JACKTestServer()
+        try server.start()
+        let (p, log) = try Self.play(["--channel", "all=synth:saw", "--dry"], server: server.name)
+        defer { try? FileManager.default.removeItem(at: log) }
+        func connected() -> Bool {
+            (try? JACKPorts.list(server: server.name))?.first { $0.name == "Spinet:out_R" }?.connections == ["system:playback_2"]
+        }
+        #expect(waitFor(20) { connected() })
+        usleep(300_000)
+        server.stop()
+        usleep(500_000)
+        try server.start()
+        #expect(waitFor(10) { connected() })
+        usleep(200_000)
+        let offsets = [0, 37, 127]
+        let delays = try onsetDelays(server: server, offsets: offsets, spacing: 64)
+        #expect(delays == offsets.map { _ in 72 })
+        kill(p.processIdentifier, SIGINT)
+        p.waitUntilExit()
+        let text = try String(contentsOf: log, encoding: .utf8)
+        print("spinet play --driver jack across a server restart: onset delays \(delays.map { $0.map(String.init) ?? "none" }); output:\n\(text)")
+        #expect(p.terminationStatus == 0)
+        #expect(text.contains("the JACK server went away; held notes released; waiting for it to come back"))
+        #expect(text.contains("the JACK server is back"))
+    }
 }
 }
