@@ -46,8 +46,9 @@ struct JACKCommandTests {
         let server = JACKTestServer()
         try server.start()
         // No effects: their tails would never let the output fall to exact zeros between notes.
-        let (p, log) = try Self.play(["--channel", "all=synth:saw", "--name", "Spinet", "--dry"], server: server.name)
-        defer { try? FileManager.default.removeItem(at: log) }
+        let take = NSTemporaryDirectory() + "spinet-jack-take-\(getpid()).wav"
+        let (p, log) = try Self.play(["--channel", "all=synth:saw", "--name", "Spinet", "--dry", "--record", take, "--force"], server: server.name)
+        defer { try? FileManager.default.removeItem(at: log); unlink(take) }
         #expect(waitFor(20) { (try? JACKPorts.list(server: server.name))?.first { $0.name == "Spinet:out_R" }?.connections.isEmpty == false })
         usleep(200_000)
         let ports = try JACKPorts.list(server: server.name)
@@ -70,6 +71,10 @@ struct JACKCommandTests {
         #expect(text.contains("MIDI: JACK input Spinet:midi_in"))
         #expect(text.contains("Latency: 1.5 ms from MIDI in to audio out (the limiter's look-ahead, 72 frames at 48000 Hz"))
         #expect(text.contains("Played "))
+        // --record: the process callback feeds the record ring.
+        #expect(text.contains("recorded "))
+        let size = (try? FileManager.default.attributesOfItem(atPath: take)[.size] as? Int) ?? 0
+        #expect(size > 48000, "the recording has \(size) bytes")
     }
 
     /// The server is stopped and started again: play says so, comes back by
