@@ -170,7 +170,14 @@ public final class JACKClient: @unchecked Sendable {
         wakeUp = .allocate(capacity: 1)
         sem_init(wakeUp, 0, 0)
         _ = JACKMessages.silenced
-        try connectionLock.withLock { _ throws(JACKError) in try open() }
+        try connectionLock.withLock { _ throws(JACKError) in
+            try open()
+            // Named targets are checked now, before anything plays.
+            do throws(JACKError) { try checkTargets(client!) } catch {
+                closeClient()
+                throw error
+            }
+        }
     }
 
     deinit {
@@ -445,19 +452,25 @@ public final class JACKClient: @unchecked Sendable {
                 _ = jack_connect(c, port, physical[i].name)
             }
         case .ports(let names):
-            let all = JACKPorts.ports(of: c, pattern: nil, type: nil, flags: 0)
-            for name in names {
-                guard let p = all.first(where: { $0.name == name }) else {
-                    throw JACKError("--jack-connect: no JACK port '\(name)'; see `spinet ports`")
-                }
-                guard p.isAudio && p.isInput else {
-                    throw JACKError("--jack-connect: '\(name)' is not an audio input port; name playback or track inputs")
-                }
-            }
+            try checkTargets(c)
             for (i, port) in ours.enumerated() {
                 let target = names[min(i, names.count - 1)]
                 let rc = jack_connect(c, port, target)
                 if rc != 0 && rc != EEXIST { throw JACKError("cannot connect \(port) to \(target)") }
+            }
+        }
+    }
+
+    /// Named output targets must exist and be audio inputs.
+    private func checkTargets(_ c: OpaquePointer) throws(JACKError) {
+        guard case .ports(let names) = configuration.connect else { return }
+        let all = JACKPorts.ports(of: c, pattern: nil, type: nil, flags: 0)
+        for name in names {
+            guard let p = all.first(where: { $0.name == name }) else {
+                throw JACKError("--jack-connect: no JACK port '\(name)'; see `spinet ports`")
+            }
+            guard p.isAudio && p.isInput else {
+                throw JACKError("--jack-connect: '\(name)' is not an audio input port; name playback or track inputs")
             }
         }
     }
