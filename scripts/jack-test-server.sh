@@ -4,7 +4,10 @@
 #   scripts/jack-test-server.sh start NAME [RATE] [PERIOD]   prints the server's pid once clients can connect
 #   scripts/jack-test-server.sh stop PID                     SIGTERM, waits for it to end (SIGKILL after 5 s)
 #
-# Clients reach it with JACK_DEFAULT_SERVER=NAME. The server runs in
+# Clients reach it with JACK_DEFAULT_SERVER=NAME. Reuse a few fixed names
+# rather than a new one per run: jackd2 keeps at most 8 servers in its shared
+# registry, and frees the entry of a server that was killed only when a
+# server of the same name starts again. The server runs in
 # synchronous mode (-S: in the default asynchronous mode a loaded 2-core
 # machine misses cycles and notes land late) with a 5 s client timeout (a
 # slow client is waited for, not thrown out) and no real-time scheduling.

@@ -21,11 +21,15 @@ final class JACKTestServer {
     static var isInstalled: Bool { jackd != nil }
     static let skipReason: Comment = "jackd is not installed (scripts/install-deps.sh installs jackd2); the JACK tests are skipped"
 
-    private static let counter = Atomic<Int>(0)
-
-    let name: String
+    /// The server's name: `spinet-test-UID-SLOT`, the first of a few slots
+    /// no other test run is using. Not one name per test: jackd2 keeps at
+    /// most 8 servers in its shared registry and frees a dead server's entry
+    /// (a jackd that had to be killed) only when a server of the same name
+    /// starts again, so names are reused to heal such leaks.
+    private(set) var name: String
     private(set) var pid: pid_t = 0
-    let log: String
+    private(set) var log: String
+    private static let slots = 4
 
     /// PipeWire's one "server" (its name is not used), for the test clients.
     static var pipeWire: JACKTestServer { JACKTestServer(existing: "default") }
@@ -36,8 +40,8 @@ final class JACKTestServer {
     }
 
     init() {
-        name = "spinet-test-\(getpid())-\(Self.counter.add(1, ordering: .relaxed).newValue)"
-        log = NSTemporaryDirectory() + "/\(name).log"
+        name = ""
+        log = "/dev/null"
     }
 
     deinit {
@@ -48,16 +52,42 @@ final class JACKTestServer {
     /// Starts jackd and waits until a client can connect.
     func start(rate: Int = 48000, period: Int = 128) throws {
         precondition(pid == 0)
-        let arguments = [Self.jackd!, "-n", name, "--no-realtime", "-S", "-t", "5000", "-d", "dummy", "-r", "\(rate)", "-p", "\(period)"]
-        for attempt in 0..<5 {
-            var environment = ProcessInfo.processInfo.environment
-            environment["JACK_NO_AUDIO_RESERVATION"] = "1"
-            environment["JACK_DEFAULT_SERVER"] = name
-            pid = try spawn(arguments, environment: environment, output: log)
-            if waitUntilReady(seconds: 10) { return }
-            // "server already active" right after the previous one: wait and retry.
-            stop()
-            usleep(UInt32(200_000 * (attempt + 1)))
+        func jackd(_ name: String) -> [String] {
+            [Self.jackd!, "-n", name, "--no-realtime", "-S", "-t", "5000", "-d", "dummy", "-r", "\(rate)", "-p", "\(period)"]
+        }
+        // jackd runs under a small shell that ends it when this test process
+        // dies (a crash must not leave servers behind: jackd2 runs at most 8
+        // at once), and on our SIGTERM; either way SIGTERM first, then
+        // SIGKILL after 3 s (a jackd whose clients died can hang in its
+        // shutdown), returning once it is gone.
+        let watch = """
+            end() { kill $j 2>/dev/null; n=0; while kill -0 $j 2>/dev/null && [ $n -lt 30 ]; do sleep 0.1; n=$((n+1)); done; kill -9 $j 2>/dev/null; wait $j; exit 0; }
+            trap end TERM
+            "$@" & j=$!
+            while kill -0 \(getpid()) 2>/dev/null && kill -0 $j 2>/dev/null; do sleep 0.2 & wait $!; done
+            end
+            """
+        // A restart keeps the name (clients come back to it); a first start
+        // takes the first slot free, trying each one a few times ("server
+        // already active" just after the previous server of that name ended).
+        let names = name.isEmpty ? (0..<Self.slots).map { "spinet-test-\(getuid())-\($0)" } : [name]
+        for candidate in names {
+            for attempt in 0..<3 {
+                log = NSTemporaryDirectory() + "/\(candidate)-\(getpid()).log"
+                unlink(log)
+                var environment = ProcessInfo.processInfo.environment
+                environment["JACK_NO_AUDIO_RESERVATION"] = "1"
+                environment["JACK_DEFAULT_SERVER"] = candidate
+                name = candidate
+                pid = try spawn(["/bin/sh", "-c", watch, "jackd"] + jackd(candidate), environment: environment, output: log)
+                if waitUntilReady(seconds: 10) { return }
+                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                stop()
+                if text.contains("Too many servers already active") {
+                    throw JACKError("jackd: too many JACK servers already run on this machine (jackd2 allows 8); stop leftover ones")
+                }
+                usleep(UInt32(200_000 * (attempt + 1)))
+            }
         }
         throw JACKError("jackd did not start; see \(log)")
     }
@@ -76,6 +106,7 @@ final class JACKTestServer {
     /// SIGTERM (then SIGKILL after 5 s), and waits for the process to end.
     func stop() {
         guard pid > 0 else { return }
+        let began = Date()
         kill(pid, SIGTERM)
         var status: Int32 = 0
         let deadline = Date().addingTimeInterval(5)
@@ -84,6 +115,12 @@ final class JACKTestServer {
             usleep(10_000)
         }
         pid = 0
+        if Date().timeIntervalSince(began) > 2 { print("JACK test server \(name) did not stop on SIGTERM within 2 s: killed") }
+        // Semaphores of clients that did not close before the server went
+        // (libjack leaves them in /dev/shm).
+        if let names = try? FileManager.default.contentsOfDirectory(atPath: "/dev/shm") {
+            for n in names where n.hasPrefix("jack_sem.") && n.contains("_\(name)_") { unlink("/dev/shm/" + n) }
+        }
     }
 
     private func spawn(_ arguments: [String], environment: [String: String], output: String) throws -> pid_t {
