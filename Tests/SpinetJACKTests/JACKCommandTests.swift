@@ -30,6 +30,21 @@ struct JACKCommandTests {
         return (p, log)
     }
 
+    /// `spinet ports` lists the JACK ports of a running server.
+    @Test func portsListsTheJACKPorts() throws {
+        let server = JACKTestServer()
+        try server.start()
+        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
+        try spinet.start()
+        defer { spinet.stop() }
+        let r = try SpinetCommand.run(["ports"], environment: ["JACK_DEFAULT_SERVER": server.name])
+        let text = String(decoding: r.stdout, as: UTF8.self)
+        #expect(text.contains("JACK ports (spinet play --driver jack"))
+        #expect(text.contains("system:playback_1  audio input, physical"))
+        #expect(text.contains("Spinet:out_L       audio output"))
+        #expect(text.contains("Spinet:midi_in     MIDI input"))
+    }
+
     @Test func withoutAServerItIsOneLineAndStatus1() throws {
         let (p, log) = try Self.play([], server: "spinet-no-such-server-\(getpid())")
         p.waitUntilExit()
