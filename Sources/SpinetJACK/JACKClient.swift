@@ -372,7 +372,7 @@ public final class JACKClient: @unchecked Sendable {
     /// ports and callbacks. The client is not active yet.
     private func open() throws(JACKError) {
         var status = jack_status_t(rawValue: 0)
-        guard let c = spinet_jack_client_open(configuration.name, configuration.server, 1, &status) else {
+        guard let c = JACKLibrary.serialized({ spinet_jack_client_open(configuration.name, configuration.server, 1, &status) }) else {
             throw JACKError.openFailed(name: configuration.name, server: configuration.server, status: status)
         }
         let rate = Int(jack_get_sample_rate(c))
@@ -387,7 +387,7 @@ public final class JACKClient: @unchecked Sendable {
             do {
                 graph = try makeGraph(rate: rate)
             } catch {
-                jack_client_close(c)
+                JACKLibrary.serialized { _ = jack_client_close(c) }
                 throw error
             }
             // No process thread runs: install it directly.
@@ -397,7 +397,7 @@ public final class JACKClient: @unchecked Sendable {
         }
         func register(_ name: String, _ type: String, _ flags: JackPortFlags) throws(JACKError) -> OpaquePointer {
             guard let p = jack_port_register(c, name, type, UInt(flags.rawValue), 0) else {
-                jack_client_close(c)
+                JACKLibrary.serialized { _ = jack_client_close(c) }
                 throw JACKError("cannot register the JACK port \(configuration.name):\(name)")
             }
             return p
@@ -428,7 +428,7 @@ public final class JACKClient: @unchecked Sendable {
     private func closeClient() {
         guard let c = client else { return }
         if !serverGone.load(ordering: .acquiring) { jack_deactivate(c) }
-        jack_client_close(c)
+        JACKLibrary.serialized { _ = jack_client_close(c) }
         client = nil
         outLeft = nil
         outRight = nil

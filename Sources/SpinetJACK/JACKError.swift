@@ -20,8 +20,8 @@ public struct JACKError: Error, CustomStringConvertible, Equatable, Sendable {
             return JACKError("the JACK server speaks another protocol version than this libjack; update one of them")
         }
         var probeStatus = jack_status_t(rawValue: 0)
-        guard let probe = spinet_jack_client_open("spinet-probe", server, 0, &probeStatus) else { return .noServer }
-        defer { jack_client_close(probe) }
+        guard let probe = JACKLibrary.serialized({ spinet_jack_client_open("spinet-probe", server, 0, &probeStatus) }) else { return .noServer }
+        defer { JACKLibrary.serialized { _ = jack_client_close(probe) } }
         if let uuid = jack_get_uuid_for_client_name(probe, name) {
             jack_free(uuid)
             return nameTaken(name)

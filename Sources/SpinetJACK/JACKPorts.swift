@@ -27,11 +27,11 @@ public enum JACKPorts {
     public static func list(server: String? = nil) throws(JACKError) -> [JACKPort] {
         _ = JACKMessages.silenced
         var status = jack_status_t(rawValue: 0)
-        guard let client = spinet_jack_client_open("spinet-ports", server, 0, &status) else {
+        guard let client = JACKLibrary.serialized({ spinet_jack_client_open("spinet-ports", server, 0, &status) }) else {
             throw status.rawValue & JackVersionError.rawValue != 0
                 ? JACKError.openFailed(name: "spinet-ports", server: server, status: status) : JACKError.noServer
         }
-        defer { jack_client_close(client) }
+        defer { JACKLibrary.serialized { _ = jack_client_close(client) } }
         return ports(of: client, pattern: nil, type: nil, flags: 0)
     }
 

@@ -187,7 +187,7 @@ final class JACKTestClient: @unchecked Sendable {
 
     init(name: String, server: String, midiOut: Bool = false, audioIn: Int = 0) throws {
         var status = jack_status_t(rawValue: 0)
-        guard let c = spinet_jack_client_open(name, server, 1, &status) else {
+        guard let c = JACKLibrary.serialized({ spinet_jack_client_open(name, server, 1, &status) }) else {
             throw JACKError("test client \(name) did not open (status \(status.rawValue))")
         }
         client = c
@@ -202,7 +202,7 @@ final class JACKTestClient: @unchecked Sendable {
 
     deinit {
         jack_deactivate(client)
-        jack_client_close(client)
+        JACKLibrary.serialized { _ = jack_client_close(client) }
     }
 
     nonisolated static func install(_ c: OpaquePointer, _ context: UnsafeMutableRawPointer) {
