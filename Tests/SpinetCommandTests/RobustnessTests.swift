@@ -371,11 +371,10 @@ func makeBrokenSoundFont(_ name: String) throws -> Data? {
         for i in (pdta.offset + 12)..<(pdta.offset + 8 + pdta.size) { b[i] = 0 }
     case "pdta-random-bytes.sf2":
         // 2000 random bytes changed in the preset data, sub-chunk headers and all.
-        var state: UInt64 = 6
+        var rng = SplitMix64(seed: 6)
         for _ in 0..<2000 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            let i = pdta.offset + 12 + Int((state >> 33) % UInt64(pdta.size - 4))
-            b[i] = UInt8(truncatingIfNeeded: state >> 13)
+            let i = pdta.offset + 12 + Int(rng.next() % UInt64(pdta.size - 4))
+            b[i] = UInt8(truncatingIfNeeded: rng.next())
         }
     case "shdr-samples-past-the-data.sf2":
         for r in 0..<(shdr.size / 46) {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SpinetEngine
 import SpinetMIDI
+import SpinetTestSupport
 
 @Suite("Engine: sample-exact event delivery")
 struct EngineTimingTests {
@@ -15,7 +16,7 @@ struct EngineTimingTests {
         engine.routeAll(to: engine.add(unit))
         let queue = engine.addInput()
         engine.prepare(sampleRate: 48000, maxFrames: 512)
-        var rng = SplitMix(seed: 42)
+        var rng = SplitMix64(seed: 42)
         var frames: [Int64] = []
         var f: Int64 = 5
         for _ in 0..<200 {
@@ -204,19 +205,6 @@ struct EngineGainTests {
         #expect(l == 7 && r == 7)
         #expect(engine.frameTime == 0)
         #expect(q.count == 1)
-    }
-}
-
-/// A small deterministic generator for test data.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

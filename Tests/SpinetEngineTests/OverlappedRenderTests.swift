@@ -62,7 +62,7 @@ struct OverlappedRenderTests {
         for c in 0..<3 { engine.route(channel: c, to: engine.add(RingingUnit())) }
         let queue = engine.addInput(capacity: 4096)
         engine.prepare(sampleRate: 48000, maxFrames: blockFrames)
-        var rng = SplitMix(seed: 7)
+        var rng = SplitMix64(seed: 7)
         var f: Int64 = 3
         for _ in 0..<300 {
             f += Int64(rng.next() % 700) + 1

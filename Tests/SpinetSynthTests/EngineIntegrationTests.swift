@@ -64,7 +64,7 @@ struct EngineIntegrationTests {
     /// the MPE configuration RPN, all-notes/sound-off, reset all
     /// controllers, System Reset and a GM System On SysEx.
     static func busySecond(into queue: EventQueue, start: Int64) {
-        var rng = SplitMix(seed: UInt64(start) + 1)
+        var rng = SplitMix64(seed: UInt64(start) + 1)
         for i in 0..<400 {
             let at = start + Int64(rng.next() % 48_000)
             let channel = UInt8(rng.next() % 16)
@@ -196,19 +196,6 @@ final class SilentUnit: InstrumentUnit {
         right.update(repeating: 0, count: frames)
     }
     var activeVoices: Int { 0 }
-}
-
-/// Deterministic pseudo-random numbers (SplitMix64).
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 @Suite("Engine: bank select 126 picks the synth")

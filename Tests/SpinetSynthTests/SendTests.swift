@@ -188,7 +188,7 @@ struct SendTests {
     /// changes, pan and stolen voices.
     @Test func dryRenderIsTheSameWithOrWithoutSends() throws {
         var events: [(frame: Int, message: MIDIMessage)] = []
-        var rng = SplitMix(seed: 7)
+        var rng = SplitMix64(seed: 7)
         for i in 0..<300 {
             let at = Int(rng.next() % 24_000)
             let channel = UInt8(rng.next() % 6)
