@@ -65,17 +65,21 @@ let package = Package(
             "SpinetRig",
         ]),
         .target(name: "SpinetTestSupport", dependencies: ["SpinetMIDI", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
-        .testTarget(name: "SpinetTestSupportTests", dependencies: ["SpinetTestSupport", "CRealtimeProbe"]),
+        // Swift Testing traits that say which tests a run leaves out (the
+        // probe's under a sanitizer, the slow ones); apart from
+        // SpinetTestSupport, which spinet-rtcheck links.
+        .target(name: "SpinetTestTraits", path: "Tests/SpinetTestTraits"),
+        .testTarget(name: "SpinetTestSupportTests", dependencies: ["SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
         .testTarget(name: "SpinetMIDITests", dependencies: ["SpinetMIDI", "SpinetTestSupport"], exclude: ["Regressions"]),
-        .testTarget(name: "SpinetEngineTests", dependencies: ["SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetTestSupport"]),
-        .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetSynth", "SpinetEngine", "SpinetFile", "SpinetMIDI", "SpinetTestSupport", "SpinetSettings"], exclude: ["Regressions"]),
-        .testTarget(name: "SpinetSynthTests", dependencies: ["SpinetSynth", "SpinetEngine", "SpinetMIDI", "SpinetSupport", "SpinetTestSupport"], exclude: ["Regressions"]),
+        .testTarget(name: "SpinetEngineTests", dependencies: ["SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetTestSupport", "SpinetTestTraits"]),
+        .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetSynth", "SpinetEngine", "SpinetFile", "SpinetMIDI", "SpinetTestSupport", "SpinetSettings", "SpinetTestTraits"], exclude: ["Regressions"]),
+        .testTarget(name: "SpinetSynthTests", dependencies: ["SpinetSynth", "SpinetEngine", "SpinetMIDI", "SpinetSupport", "SpinetTestSupport", "SpinetTestTraits"], exclude: ["Regressions"]),
         .testTarget(name: "SpinetSupportTests", dependencies: ["SpinetSupport"]),
-        .testTarget(name: "SpinetEffectsTests", dependencies: ["SpinetEffects", "SpinetTestSupport"]),
-        .testTarget(name: "SpinetALSATests", dependencies: ["SpinetALSA", "SpinetEngine", "SpinetMIDI", "CALSA", "SpinetTestSupport", "CRealtimeProbe", "SpinetHost", "SpinetRig"]),
+        .testTarget(name: "SpinetEffectsTests", dependencies: ["SpinetEffects", "SpinetTestSupport", "SpinetTestTraits"]),
+        .testTarget(name: "SpinetALSATests", dependencies: ["SpinetALSA", "SpinetEngine", "SpinetMIDI", "CALSA", "SpinetTestSupport", "CRealtimeProbe", "SpinetHost", "SpinetRig", "SpinetTestTraits"]),
         .testTarget(name: "SpinetRigTests", dependencies: [
             "SpinetRig", "SpinetHost", "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetTestSupport",
         ]),
-        .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport", "CEBUR128"]),
+        .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport", "CEBUR128", "SpinetTestTraits"]),
     ]
 )

@@ -7,6 +7,7 @@ import Testing
 @testable import SpinetALSA
 import SpinetHost
 import SpinetRig
+import SpinetTestTraits
 
 final class ThreadLog: Sendable {
     let threads = Mutex<[UInt]>([])
@@ -159,7 +160,7 @@ final class SwappableInstrumentTests {
 /// kernel for nothing (the render thread's rule).
 @Suite("ALSA render path: real-time safety")
 struct RealtimeSafetyTests {
-    @Test(.enabled(if: RealtimeProbe.isActive, "the allocation probe is not active in this process"))
+    @Test(.realtimeProbe, .enabled(if: RealtimeProbe.isActive, "the allocation probe is not active in this process"))
     func renderPathPiecesAreRealtimeSafe() {
         let ring = RecordRing(capacity: 4096)
         let timeline = AudioTimeline()

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 import SpinetMIDI
 import SpinetTestSupport
+import SpinetTestTraits
 
 // The file side of robustness: `spinet render` survives bad input, odd files and
 // failing output. Every case ends one of two ways -- a correct, audible
@@ -147,8 +148,7 @@ struct RobustnessTests {
 
     /// Thirty minutes of music render completely: the summary names the
     /// length, and the file holds 30 minutes plus the decay tail.
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["SPINET_SKIP_SLOW_TESTS"] == nil,
-                   "a debug render of 30 minutes takes minutes; scripts/sanitizers.sh skips it"))
+    @Test(.slow)   // a debug or sanitizer render of 30 minutes takes minutes
     func aThirtyMinuteFileRendersCompletely() throws {
         let dir = try SpinetCommand.temporaryDirectory("thirty")
         defer { try? FileManager.default.removeItem(at: dir) }

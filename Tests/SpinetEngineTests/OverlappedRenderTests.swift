@@ -4,6 +4,7 @@ import SpinetEffects
 import SpinetEngine
 import SpinetMIDI
 import SpinetTestSupport
+import SpinetTestTraits
 
 /// A unit with memory and effect sends: each note-on starts a decaying sine
 /// at the key's frequency, sent to the reverb and the delay. Its output
@@ -172,7 +173,7 @@ struct OverlappedRenderTests {
     }
 
     /// After warming up, one overlapped block allocates nothing and takes no lock (one thread: the live rules).
-    @Test func overlappedRenderingAllocatesNothing() {
+    @Test(.realtimeProbe) func overlappedRenderingAllocatesNothing() {
         #expect(RealtimeProbe.isActive, "the allocation probe is not interposed in this test binary")
         let (engine, _) = Self.makeEngine(threads: 1)
         let l = UnsafeMutablePointer<Float>.allocate(capacity: Self.blockFrames)

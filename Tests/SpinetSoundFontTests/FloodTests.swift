@@ -5,6 +5,7 @@ import SpinetFile
 import SpinetMIDI
 import SpinetSoundFont
 import SpinetTestSupport
+import SpinetTestTraits
 
 /// Floods of every shape that once overflowed FluidSynth's voice-event ring:
 /// the messages, all at one tick, and the organ notes held across them.
@@ -172,7 +173,7 @@ extension FloodTests {
     /// A flood through the engine's queue, rendered live-sized: the render
     /// path still allocates nothing and takes no lock, drops nothing, and
     /// the organ note ends.
-    @Test func aFloodAllocatesNothingAndTakesNoLock() throws {
+    @Test(.realtimeProbe) func aFloodAllocatesNothingAndTakesNoLock() throws {
         #expect(RealtimeProbe.isActive, "the allocation probe is not interposed in this test binary")
         var options = SoundFontOptions()
         options.fluidEffects = false

@@ -6,6 +6,7 @@ import SpinetSettings
 import SpinetMIDI
 import SpinetSoundFont
 import SpinetTestSupport
+import SpinetTestTraits
 
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 let bundledFont = repositoryRoot.appendingPathComponent("SoundFonts/sf_GMbank.sf2").path
@@ -127,7 +128,7 @@ struct SoundFontUnitTests {
     /// After prepare, rendering many blocks with notes, controllers, program
     /// changes, pitch bends and SysEx allocates nothing and takes no lock
     /// (also on a channel split over two synthesizers).
-    @Test func renderingAllocatesNothingAndTakesNoLock() throws {
+    @Test(.realtimeProbe) func renderingAllocatesNothingAndTakesNoLock() throws {
         #expect(RealtimeProbe.isActive, "the allocation probe is not interposed in this test binary")
         // The Spinet-effects path: per-channel FluidSynth outputs, sends,
         // Spinet's reverb, chorus and delay.
@@ -180,7 +181,7 @@ struct SoundFontUnitTests {
     }
 
     /// The same render under a seccomp trap on its thread: no system call at all.
-    @Test func renderingMakesNoSystemCall() throws {
+    @Test(.realtimeProbe) func renderingMakesNoSystemCall() throws {
         let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000)
         let engine = Engine()
         engine.routeAll(to: engine.add(unit))

@@ -4,6 +4,7 @@ import SpinetEngine
 import SpinetMIDI
 import SpinetTestSupport
 @testable import SpinetSynth
+import SpinetTestTraits
 
 /// Renders an engine in blocks of the given sizes (cycled).
 func renderEngine(_ engine: Engine, frames: Int, blockSizes: [Int]) -> Rendered {
@@ -122,7 +123,7 @@ struct EngineIntegrationTests {
     /// engine + synth under a busy second of MIDI, which must cost exactly
     /// what the engine costs with a unit that does nothing. (In a debug
     /// build the engine's own event loop allocates; in release it is 0 too.)
-    @Test func renderAllocatesNothingAndTakesNoLock() throws {
+    @Test(.realtimeProbe) func renderAllocatesNothingAndTakesNoLock() throws {
         try #require(RealtimeProbe.isActive, "the allocation/lock probe is not active: this test cannot prove anything")
 
         // The synth alone, driven the way the engine drives it.

@@ -4,6 +4,7 @@ import SpinetEngine
 import SpinetMIDI
 import SpinetTestSupport
 @testable import SpinetSynth
+import SpinetTestTraits
 
 /// Planar output of a render with effect sends.
 struct RenderedWithSends {
@@ -240,7 +241,7 @@ struct SendTests {
     /// The sends path allocates nothing and takes no lock: a busy second
     /// (with send changes) rendered through `render(_:frames:)`, after a
     /// warm-up second.
-    @Test func renderWithSendsAllocatesNothingAndTakesNoLock() throws {
+    @Test(.realtimeProbe) func renderWithSendsAllocatesNothingAndTakesNoLock() throws {
         try #require(RealtimeProbe.isActive, "the allocation/lock probe is not active: this test cannot prove anything")
         let synth = OscillatorSynth(polyphony: 24, mpe: .lower)
         synth.prepare(sampleRate: 48_000, maxFrames: 256, channels: 16)
