@@ -59,10 +59,10 @@ struct OverlappedRenderTests {
         config.offlineRenderThreads = threads
         config.reverb = .hall
         config.delay = .eighth
-        let engine = Engine(configuration: config)
-        for c in 0..<3 { engine.route(channel: c, to: engine.add(RingingUnit())) }
-        let queue = engine.addInput(capacity: 4096)
-        engine.prepare(sampleRate: 48000, maxFrames: blockFrames)
+        let units = (0..<3).map { _ in RingingUnit() }
+        let (engine, queue) = EngineHarness.make(units, configuration: config, maxFrames: blockFrames, queueCapacity: 4096) { engine, units in
+            for (channel, unit) in units.enumerated() { engine.route(channel: channel, to: unit) }
+        }
         var rng = SplitMix64(seed: 7)
         var f: Int64 = 3
         for _ in 0..<300 {

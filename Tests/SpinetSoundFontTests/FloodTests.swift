@@ -178,10 +178,7 @@ extension FloodTests {
         var options = SoundFontOptions()
         options.fluidEffects = false
         let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, options: options)
-        let engine = Engine()
-        engine.routeAll(to: engine.add(unit))
-        let queue = engine.addInput(capacity: 1 << 16)
-        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let (engine, queue) = EngineHarness.make(unit, queueCapacity: 1 << 16)
         let left = UnsafeMutablePointer<Float>.allocate(capacity: 256)
         let right = UnsafeMutablePointer<Float>.allocate(capacity: 256)
         defer { left.deallocate(); right.deallocate() }

@@ -306,10 +306,7 @@ struct SendEngineTests {
         for send: UInt8 in [127, 0] {
             var configuration = Engine.Configuration()
             configuration.reverb = .hall
-            let engine = Engine(configuration: configuration)
-            engine.routeAll(to: engine.add(OscillatorSynth(presets: bank)))
-            let queue = engine.addInput()
-            engine.prepare(sampleRate: 48_000, maxFrames: 256)
+            let (engine, queue) = EngineHarness.make(OscillatorSynth(presets: bank), configuration: configuration)
             queue.push(EngineEvent(frame: 0, controlChange(0, MIDIController.reverbSend, send)))
             queue.push(EngineEvent(frame: 0, .noteOn(channel: 0, key: 60, velocity: 110)))
             queue.push(EngineEvent(frame: 9_600, .noteOff(channel: 0, key: 60, velocity: 0)))
