@@ -1,3 +1,7 @@
+// Swift Testing is there only when tests are built: `swift build` (the
+// release build, `make demo`) compiles this target too, and gets an empty
+// module.
+#if canImport(Testing)
 import Foundation
 import Testing
 
@@ -48,3 +52,4 @@ public enum SpinetTestEnvironment {
         ProcessInfo.processInfo.environment["SPINET_SKIP_SLOW_TESTS"].map { !$0.isEmpty } ?? false
     }
 }
+#endif
