@@ -136,7 +136,7 @@ struct RobustnessTests {
 
     /// Every input that ever broke Spinet (Tests/SpinetMIDITests/Regressions),
     /// rendered at 192 kHz, where the largest frame numbers arise.
-    @Test(arguments: regressionInputs())
+    @Test(arguments: regressionInputs(SpinetCommand.repositoryRoot.appendingPathComponent("Tests/SpinetMIDITests/Regressions/midi-file")))
     func regressionInputsRenderOrFailCleanly(path: String) throws {
         let dir = try SpinetCommand.temporaryDirectory("regression")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -310,13 +310,6 @@ struct RobustnessTests {
 }
 
 // MARK: - Helpers
-
-/// The regression inputs for MIDI files, as paths.
-func regressionInputs() -> [String] {
-    let folder = SpinetCommand.repositoryRoot.appendingPathComponent("Tests/SpinetMIDITests/Regressions/midi-file")
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-    return names.filter { !$0.hasPrefix(".") && !$0.hasSuffix(".md") }.sorted().map { folder.appendingPathComponent($0).path }
-}
 
 /// Broken SoundFonts by name, and whether Spinet must refuse them (true) or
 /// may render with them (false: damage FluidSynth can survive).
