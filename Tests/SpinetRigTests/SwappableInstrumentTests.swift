@@ -4,9 +4,9 @@ import SpinetMIDI
 import SpinetTestSupport
 import Synchronization
 import Testing
-@testable import SpinetALSA
 import SpinetHost
 import SpinetRig
+@testable import SpinetALSA
 import SpinetTestTraits
 
 final class ThreadLog: Sendable {

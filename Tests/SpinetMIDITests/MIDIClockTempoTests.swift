@@ -1,6 +1,5 @@
 import SpinetTestSupport
 import Testing
-@testable import SpinetALSA
 import SpinetMIDI
 
 /// The tempo of a MIDI clock (24 ticks per quarter note), which the live
