@@ -96,6 +96,17 @@ public final class Engine: @unchecked Sendable {
     /// Offline overlapped rendering's state (Engine+Overlapped.swift).
     let overlap = OverlapState()
 
+    /// The events of the current `render(frames:left:right:events:)` call:
+    /// where they start, how many, the next one to gather, and the call's
+    /// first and last engine frames.
+    private var callbackEvents: UnsafePointer<CallbackEvent>?
+    private var callbackEventCount = 0
+    private var callbackNext = 0
+    private var callbackFirstFrame: Int64 = 0
+    private var callbackLastFrame: Int64 = 0
+    /// The frame the last gathered call event was taken at (events out of order are late).
+    private var callbackFloor: Int64 = 0
+
     /// Frames rendered since `prepare` (the engine timeline's "now").
     public private(set) var frameTime: Int64 = 0
 
@@ -104,6 +115,7 @@ public final class Engine: @unchecked Sendable {
     private let voiceCount = Atomic<Int>(0)
     private let peakVoiceCount = Atomic<Int>(0)
     private let oversizeSysExCount = Atomic<Int>(0)
+    private let droppedCallbackEvents = Atomic<Int>(0)
 
     /// One gathered event at its engine frame: a message, or a SysEx message in `sysExArena`.
     struct SliceEvent {
@@ -267,7 +279,8 @@ public final class Engine: @unchecked Sendable {
     }
 
     public var statistics: Statistics {
-        Statistics(droppedEvents: inputs.reduce(0) { $0 + $1.dropped } + units.reduce(0) { $0 + $1.droppedEvents },
+        Statistics(droppedEvents: inputs.reduce(0) { $0 + $1.dropped } + units.reduce(0) { $0 + $1.droppedEvents }
+                    + droppedCallbackEvents.load(ordering: .relaxed),
                    lateEvents: lateEventCount.load(ordering: .relaxed),
                    activeVoices: voiceCount.load(ordering: .relaxed),
                    peakVoices: peakVoiceCount.load(ordering: .relaxed),
@@ -298,6 +311,56 @@ public final class Engine: @unchecked Sendable {
             finish(frames: n, set: 0, left: left + done, right: right + done)
             done += n
         }
+    }
+
+    /// Render thread only. Renders `frames` frames like
+    /// `render(frames:left:right:)`, and delivers `events` (the MIDI a host
+    /// hands over inside its audio callback: JACK, LV2, CLAP) within them,
+    /// merged with the events of the input queues.
+    ///
+    /// - Each event's `offset` is a frame within this call: 0 is the call's
+    ///   first frame (`frameTime` when it starts), `frames - 1` its last.
+    ///   An offset past the end is delivered at the last frame, a negative
+    ///   one at the first.
+    /// - `events` must be sorted by offset. One that comes before the
+    ///   frames already rendered (out of order) is delivered at once and
+    ///   counted in `statistics.lateEvents`, as a late queue event is.
+    /// - At the same frame, queue events come first, then `events` in order.
+    /// - Each unit gets each event at its frame (a unit on a coarser grid,
+    ///   FluidSynth's 64 frames, at its nearest grid point), exactly as queue
+    ///   events: the units render up to the event, apply it, and go on.
+    /// - SysEx bytes are copied during the call; the buffers need live only
+    ///   until it returns. A SysEx longer than `configuration.maxSysExBytes`
+    ///   is skipped and counted in `statistics.oversizeSysEx`.
+    /// - The engine keeps nothing of `events` after the call. Events it could
+    ///   not take (only under a flood beyond `maxEventsPerSlice` per slice,
+    ///   or every event of a 0-frame call) are counted in
+    ///   `statistics.droppedEvents`.
+    ///
+    /// Allocates nothing, takes no lock, makes no system call, logs nothing.
+    public func render(frames: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
+                       events: UnsafeBufferPointer<CallbackEvent>) {
+        callbackEvents = events.baseAddress
+        callbackEventCount = events.baseAddress == nil ? 0 : events.count
+        callbackNext = 0
+        callbackFirstFrame = frameTime
+        callbackLastFrame = frameTime + Int64(max(frames, 1) - 1)
+        callbackFloor = frameTime
+        render(frames: frames, left: left, right: right)
+        if callbackNext < callbackEventCount {
+            droppedCallbackEvents.add(callbackEventCount - callbackNext, ordering: .relaxed)
+        }
+        callbackEvents = nil
+        callbackEventCount = 0
+        callbackNext = 0
+    }
+
+    /// The engine frame of the current call's event `i` as its offset says
+    /// (clamped into the call).
+    @inline(__always)
+    private func callbackFrame(_ i: Int) -> Int64 {
+        let offset = callbackEvents![i].offset
+        return min(max(callbackFirstFrame + Int64(offset), callbackFirstFrame), callbackLastFrame)
     }
 
     /// Gathers the next `frames` frames' events and renders every unit into
@@ -385,13 +448,28 @@ public final class Engine: @unchecked Sendable {
                 }
                 i += 1
             }
+            // the events handed to this call come after the queues' at the same frame
+            if callbackNext < callbackEventCount {
+                let f = max(callbackFrame(callbackNext), callbackFloor)
+                if f < bestFrame {
+                    best = Int.max
+                    bestFrame = f
+                }
+            }
             if best < 0 || bestFrame >= blockEnd { break gather }
-            let q = inputs[best]
-            guard let event = q.peek() else { break gather }
             if sliceEventCount >= room {
                 sliceEnd = room > 0 ? max(bestFrame, sliceStart + 1) : min(blockEnd, max(bestFrame, sliceStart + 64))
                 break gather
             }
+            if best == Int.max {
+                if !gatherCallbackEvent(sliceStart: sliceStart) {
+                    sliceEnd = max(bestFrame, sliceStart + 1)
+                    break gather
+                }
+                continue gather
+            }
+            let q = inputs[best]
+            guard let event = q.peek() else { break gather }
             let frame = max(event.frame, sliceStart)
             if event.frame < sliceStart { lateEventCount.add(1, ordering: .relaxed) }
             switch event.kind {
@@ -417,6 +495,39 @@ public final class Engine: @unchecked Sendable {
             }
         }
         return sliceEnd
+    }
+
+    /// Gathers the current call's next event into the slice; false (taking
+    /// nothing) when its SysEx does not fit the slice's SysEx arena.
+    private func gatherCallbackEvent(sliceStart: Int64) -> Bool {
+        let event = callbackEvents![callbackNext]
+        let exact = callbackFrame(callbackNext)
+        let frame = max(exact, sliceStart, callbackFloor)
+        switch event.kind {
+        case .message(let m):
+            if exact < frame { lateEventCount.add(1, ordering: .relaxed) }
+            sliceEvents[sliceEventCount] = SliceEvent(frame: frame, kind: .message(m))
+            sliceEventCount += 1
+        case .sysEx(let bytes):
+            let n = bytes.count
+            if n > configuration.maxSysExBytes || bytes.baseAddress == nil {
+                oversizeSysExCount.add(n > 0 ? 1 : 0, ordering: .relaxed)
+                callbackNext += 1
+                return true
+            }
+            if sysExArenaUsed + n > sysExArenaCapacity { return false }
+            if exact < frame { lateEventCount.add(1, ordering: .relaxed) }
+            // an index loop: the generic copy allocates in unoptimized builds
+            let source = bytes.baseAddress!, destination = sysExArena + sysExArenaUsed
+            var i = 0
+            while i < n { destination[i] = source[i]; i += 1 }
+            sliceEvents[sliceEventCount] = SliceEvent(frame: frame, kind: .sysEx(offset: sysExArenaUsed, length: n))
+            sysExArenaUsed += n
+            sliceEventCount += 1
+        }
+        callbackFloor = frame
+        callbackNext += 1
+        return true
     }
 
     /// Files the slice's events into the per-unit event lists, resolving
