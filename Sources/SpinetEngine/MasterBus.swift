@@ -1,6 +1,7 @@
 import Glibc
 import Synchronization
 import SpinetEffects
+import SpinetMIDI
 
 /// The engine's last stage: the master gain (the configured gain times the
 /// master volume SysEx, smoothed), a requested fade-out, the optional master
@@ -126,7 +127,7 @@ public final class MasterBus: @unchecked Sendable {
     /// Applies a master volume SysEx (or a reset, which sets it back to
     /// full) at block frame `frame`; ignores any other message.
     public func receiveSysEx(_ message: UnsafeBufferPointer<UInt8>, atFrame frame: Int) {
-        if let v = Self.masterVolume(message) { setMasterVolume(v, atFrame: frame) }
+        if let v = SysExKind(message)?.masterVolumeGain { setMasterVolume(v, atFrame: frame) }
     }
 
     // MARK: processing (render thread)
@@ -152,26 +153,5 @@ public final class MasterBus: @unchecked Sendable {
         if fadeStep > 0 && fadePosition == 0 { fadeGainAtomic.store(0, ordering: .releasing) }
         if equalizer != nil { equalizer!.process(left: left, right: right, frames: frames) }
         limiter!.process(left: left, right: right, frames: frames)
-    }
-
-    /// The gain a universal real-time Master Volume message sets
-    /// (F0 7F <device> 04 01 <lsb> <msb> F7), or nil for any other message.
-    /// GM System On and GS/XG resets return 1 (master volume back to full).
-    static func masterVolume(_ m: UnsafeBufferPointer<UInt8>) -> Float? {
-        if m.count == 8 && m[0] == 0xF0 && m[1] == 0x7F && m[3] == 0x04 && m[4] == 0x01 && m[7] == 0xF7 {
-            let v = Int(m[5] & 0x7F) | (Int(m[6] & 0x7F) << 7)
-            // The level is linear in the 14-bit value (MMA CA-018 leaves the
-            // curve open); squaring gives a perceptually even fader.
-            let x = Float(v) / 16383
-            return x * x
-        }
-        if m.count == 6 && m[0] == 0xF0 && m[1] == 0x7E && m[3] == 0x09 && (m[4] == 0x01 || m[4] == 0x03) && m[5] == 0xF7 {
-            return 1
-        }
-        if m.count == 11 && m[0] == 0xF0 && m[1] == 0x41 && m[3] == 0x42 && m[4] == 0x12
-            && m[5] == 0x40 && m[6] == 0x00 && m[7] == 0x7F {
-            return 1
-        }
-        return nil
     }
 }

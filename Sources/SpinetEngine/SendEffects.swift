@@ -298,30 +298,15 @@ public enum EffectTypeSysEx: Equatable, Sendable {
     /// 01 01|02 00 vv F7: slot 01 01 reverb, 01 02 chorus).
     case gm2Reverb(Int), gm2Chorus(Int)
 
-    /// nil for any other message. Allocates nothing.
+    /// nil for any other message (recognised by `SysExKind`). Allocates nothing.
     public init?(_ m: UnsafeBufferPointer<UInt8>) {
-        guard m.count >= 6, m[0] == 0xF0, m[m.count - 1] == 0xF7 else { return nil }
-        if m.count == 6 && m[1] == 0x7E && m[3] == 0x09 && m[4] == 0x01 {
-            self = .reset
-            return
+        switch SysExKind(m) {
+        case .gmSystemOn, .gsReset(checksumValid: true): self = .reset
+        case .gsReverbMacro(let t): self = .gsReverb(Int(t))
+        case .gsChorusMacro(let t): self = .gsChorus(Int(t))
+        case .gm2ReverbType(let t): self = .gm2Reverb(Int(t))
+        case .gm2ChorusType(let t): self = .gm2Chorus(Int(t))
+        default: return nil
         }
-        if m.count == 11 && m[1] == 0x41 && m[3] == 0x42 && m[4] == 0x12 {
-            // address 40 00 7F (GS reset) or 40 01 30/38 (macros); checksum over address + data
-            var sum = 0
-            for i in 5...9 { sum += Int(m[i]) }
-            guard sum % 128 == 0 else { return nil }
-            let a = (m[5], m[6], m[7])
-            if a == (0x40, 0x00, 0x7F) { self = .reset; return }
-            guard a.0 == 0x40 && a.1 == 0x01 && m[8] <= 7 else { return nil }
-            if a.2 == 0x30 { self = .gsReverb(Int(m[8])); return }
-            if a.2 == 0x38 { self = .gsChorus(Int(m[8])); return }
-            return nil
-        }
-        if m.count == 13 && m[1] == 0x7F && m[3] == 0x04 && m[4] == 0x05
-            && m[5] == 0x01 && m[6] == 0x01 && m[7] == 0x01 && m[8] == 0x01 && m[10] == 0x00 {
-            if m[9] == 0x01 { self = .gm2Reverb(Int(m[11])); return }
-            if m[9] == 0x02 { self = .gm2Chorus(Int(m[11])); return }
-        }
-        return nil
     }
 }
