@@ -73,6 +73,8 @@ public final class Engine: @unchecked Sendable {
     /// `renderOverlapped` renders the units into one set while it finishes
     /// the block before from the other.
     private var unitOutputs: [UnitOutput] = []
+    /// The memory of `unitOutputs` (from `prepare`).
+    private var unitOutputBuffer = FixedBuffer<Float>(repeating: 0, count: 0)
     /// The set the units render into during the current block.
     private var synthSet = 0
     /// The shared reverb, chorus and delay, and the bus that feeds them (from `prepare`).
@@ -80,14 +82,18 @@ public final class Engine: @unchecked Sendable {
     /// Master gain and volume, fade-out, EQ and limiter.
     public let masterBus: MasterBus
     /// The events of the current slice, in frame order, as gathered.
-    private var sliceEvents: UnsafeMutablePointer<SliceEvent>
+    private let sliceEventBuffer: FixedBuffer<SliceEvent>
+    private var sliceEvents: UnsafeMutablePointer<SliceEvent> { sliceEventBuffer.pointer }
     private var sliceEventCount = 0
     /// Per unit: the slice's events routed to it (`unitEventCapacity` each, from `prepare`).
-    private var unitEvents: UnsafeMutablePointer<SliceEvent>
-    private var unitEventCounts: UnsafeMutablePointer<Int>
+    private var unitEventBuffer = FixedBuffer(repeating: SliceEvent(frame: 0, kind: .message(.systemReset)), count: 0)
+    private let unitEventCountBuffer = FixedBuffer<Int>(repeating: 0, count: 64)
+    private var unitEvents: UnsafeMutablePointer<SliceEvent> { unitEventBuffer.pointer }
+    private var unitEventCounts: UnsafeMutablePointer<Int> { unitEventCountBuffer.pointer }
     private var unitEventCapacity = 0
     /// The slice's SysEx bytes.
-    private var sysExArena: UnsafeMutablePointer<UInt8>
+    private let sysExArenaBuffer: FixedBuffer<UInt8>
+    private var sysExArena: UnsafeMutablePointer<UInt8> { sysExArenaBuffer.pointer }
     private var sysExArenaUsed = 0
     private var sysExArenaCapacity: Int
     private var workers: UnitWorkers?
@@ -131,20 +137,13 @@ public final class Engine: @unchecked Sendable {
         self.configuration = configuration
         router = ChannelRouter(channels: configuration.ports * 16, muted: configuration.mutedChannels, solo: configuration.soloChannels)
         masterBus = MasterBus(gainDB: configuration.gainDB, ceilingDBFS: configuration.ceilingDBFS, equalizer: configuration.equalizer)
-        sliceEvents = .allocate(capacity: max(configuration.maxEventsPerSlice, 1))
-        unitEvents = .allocate(capacity: 1)
-        unitEventCounts = .allocate(capacity: 64)
-        unitEventCounts.initialize(repeating: 0, count: 64)
+        sliceEventBuffer = FixedBuffer(repeating: SliceEvent(frame: 0, kind: .message(.systemReset)),
+                                       count: max(configuration.maxEventsPerSlice, 1))
         sysExArenaCapacity = max(configuration.maxSysExBytes * 4, 1024)
-        sysExArena = .allocate(capacity: sysExArenaCapacity)
+        sysExArenaBuffer = FixedBuffer(repeating: 0, count: sysExArenaCapacity)
     }
 
     deinit {
-        sliceEvents.deallocate()
-        unitEvents.deallocate()
-        unitEventCounts.deallocate()
-        sysExArena.deallocate()
-        for o in unitOutputs { o.left.deallocate() }
         workers?.stop()
     }
 
@@ -222,15 +221,16 @@ public final class Engine: @unchecked Sendable {
         for unit in units {
             unit.prepare(sampleRate: sampleRate, maxFrames: maxFrames, channels: channelCount)
         }
-        for _ in 0..<2 {
-            for _ in units { unitOutputs.append(Self.allocateOutput(frames: maxFrames)) }
+        // two sets of eight planar buffers per unit: dry L/R, reverb, chorus and delay sends
+        unitOutputBuffer = FixedBuffer(repeating: 0, count: 2 * units.count * 8 * maxFrames)
+        for i in 0..<(2 * units.count) {
+            unitOutputs.append(UnitOutput(planar: unitOutputBuffer.pointer + i * 8 * maxFrames, stride: maxFrames))
         }
         // Each slice event (the routing's own ones included, which stay
         // within maxEventsPerSlice) reaches a unit at most once; 3 spare.
         unitEventCapacity = max(configuration.maxEventsPerSlice, 1) + 3
-        unitEvents.deallocate()
-        unitEvents = .allocate(capacity: max(units.count, 1) * unitEventCapacity)
-        unitEvents.initialize(repeating: SliceEvent(frame: 0, kind: .message(.systemReset)), count: max(units.count, 1) * unitEventCapacity)
+        unitEventBuffer = FixedBuffer(repeating: SliceEvent(frame: 0, kind: .message(.systemReset)),
+                                      count: max(units.count, 1) * unitEventCapacity)
         sendEffects = SendEffects(reverb: configuration.reverb, chorus: configuration.chorus, delay: configuration.delay,
                                   sampleRate: sampleRate, maxFrames: maxFrames)
         masterBus.prepare(sampleRate: sampleRate, maxFrames: maxFrames)
@@ -238,13 +238,6 @@ public final class Engine: @unchecked Sendable {
         let threads = min(configuration.offlineRenderThreads, units.count + 1)
         if threads > 1 { workers = UnitWorkers(engine: self, threads: threads) }
         prepared = true
-    }
-
-    /// One block of eight planar buffers: dry L/R, reverb, chorus and delay sends.
-    static func allocateOutput(frames: Int) -> UnitOutput {
-        let base = UnsafeMutablePointer<Float>.allocate(capacity: 8 * frames)
-        base.initialize(repeating: 0, count: 8 * frames)
-        return UnitOutput(planar: base, stride: frames)
     }
 
     /// Sets the tempo tempo-synced effects follow (the delay), from the next

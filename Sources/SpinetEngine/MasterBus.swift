@@ -26,8 +26,8 @@ public final class MasterBus: @unchecked Sendable {
     private var currentGain: Float = 1       // smoothed product
     private var gainTarget: Float = 1        // what the ramp being filled approaches
     private var gainCoefficient: Float = 0.001
-    /// Per set: the smoothed master gain for each frame of its block.
-    private var gainRamps: [UnsafeMutablePointer<Float>] = []
+    /// Per set (`maxFrames` each): the smoothed master gain for each frame of its block.
+    private var gainRamps = FixedBuffer<Float>(repeating: 1, count: 0)
     /// The set whose ramp is being filled, and how far.
     private var rampSet = 0
     private var rampFilled = 0
@@ -50,20 +50,16 @@ public final class MasterBus: @unchecked Sendable {
     }
 
     deinit {
-        for r in gainRamps { r.deallocate() }
         limiter?.deallocate()
     }
 
     /// Allocates the ramps, the limiter and the EQ. Not on the render thread; once.
     public func prepare(sampleRate: Double, maxFrames: Int) {
-        precondition(gainRamps.isEmpty, "prepare once")
+        precondition(self.maxFrames == 0, "prepare once")
+        precondition(maxFrames > 0)
         self.sampleRate = sampleRate
         self.maxFrames = maxFrames
-        for _ in 0..<2 {
-            let ramp = UnsafeMutablePointer<Float>.allocate(capacity: maxFrames)
-            ramp.initialize(repeating: 1, count: maxFrames)
-            gainRamps.append(ramp)
-        }
+        gainRamps = FixedBuffer(repeating: 1, count: 2 * maxFrames)
         // about 5 ms to settle to a new gain: smooth, yet no audible lag
         gainCoefficient = Float(1 - exp(-1 / (0.005 * sampleRate / 3)))
         limiter = Limiter(sampleRate: sampleRate, ceilingDBFS: ceilingDBFS)
@@ -102,7 +98,7 @@ public final class MasterBus: @unchecked Sendable {
         let from = rampFilled
         guard to > from else { return }
         rampFilled = to
-        let gainRamp = gainRamps[rampSet]
+        let gainRamp = gainRamps.pointer + rampSet * maxFrames
         let target = gainTarget
         var g = currentGain
         if g == target {
@@ -135,7 +131,7 @@ public final class MasterBus: @unchecked Sendable {
     /// Applies buffer set `set`'s gain ramp (and any fade), the EQ and the
     /// limiter to `frames` frames of `left`/`right`, in place.
     public func process(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int, set: Int) {
-        let gainRamp = gainRamps[set]
+        let gainRamp = gainRamps.pointer + set * maxFrames
         let requestedFade = fadeRequest.exchange(0, ordering: .acquiring)
         if requestedFade > 0 { fadeStep = fadePosition / Float(requestedFade) }
         for i in 0..<frames {

@@ -70,7 +70,7 @@ public final class SendEffects {
     private var reverb: SendSlot<Reverb>?
     private var chorus: SendSlot<Chorus>?
     private var delay: SendSlot<Delay>?
-    private let busBuffer: UnsafeMutablePointer<Float>
+    private let busBuffer: FixedBuffer<Float>
     /// The summed sends this object's owner feeds (`maxFrames` each).
     public let bus: SendBus
     /// The reverbs and choruses the GS and GM2 type numbers select (nil: that number selects none).
@@ -91,9 +91,8 @@ public final class SendEffects {
         self.maxFrames = maxFrames
         configuredReverb = reverb?.parameters
         configuredChorus = chorus?.parameters
-        busBuffer = .allocate(capacity: 6 * maxFrames)
-        busBuffer.initialize(repeating: 0, count: 6 * maxFrames)
-        bus = SendBus(planar: busBuffer, stride: maxFrames)
+        busBuffer = FixedBuffer(repeating: 0, count: 6 * maxFrames)
+        bus = SendBus(planar: busBuffer.pointer, stride: maxFrames)
         gsReverbs = (0..<128).map { ReverbPreset(gsType: $0)?.parameters }
         gm2Reverbs = (0..<128).map { ReverbPreset(gm2Type: $0)?.parameters }
         gsChoruses = (0..<128).map { ChorusPreset(gsType: $0)?.parameters }
@@ -114,7 +113,6 @@ public final class SendEffects {
     }
 
     deinit {
-        busBuffer.deallocate()
         reverb?.effect.deallocate()
         chorus?.effect.deallocate()
         delay?.effect.deallocate()
@@ -160,7 +158,7 @@ public final class SendEffects {
 
     /// Writes silence to the whole bus.
     public func clearBus() {
-        busBuffer.update(repeating: 0, count: 6 * maxFrames)
+        busBuffer.pointer.update(repeating: 0, count: 6 * maxFrames)
     }
 
     /// Adds a unit's sends to the bus (`first`: writes them instead, for the first unit).
