@@ -304,13 +304,13 @@ struct SplitChannelTests {
                                    .controlChange(channel: 2, controller: 0, value: 0)] + release)
     }
 
-    @Test func nextLaneCyclesThroughTheMask() {
+    @Test func nextTurnCyclesThroughTheMask() {
         let mask: UInt64 = 0b1011_0000_0000_0000_0000_0000_0000_0000_0000_0000_0000_0000_0000_0000_0000_0101
-        #expect(Engine.nextLane(after: 0, in: mask) == 2)
-        #expect(Engine.nextLane(after: 2, in: mask) == 60)
-        #expect(Engine.nextLane(after: 60, in: mask) == 61)
-        #expect(Engine.nextLane(after: 61, in: mask) == 63)
-        #expect(Engine.nextLane(after: 63, in: mask) == 0)
+        #expect(ChannelRouter.nextTurn(after: 0, in: mask) == 2)
+        #expect(ChannelRouter.nextTurn(after: 2, in: mask) == 60)
+        #expect(ChannelRouter.nextTurn(after: 60, in: mask) == 61)
+        #expect(ChannelRouter.nextTurn(after: 61, in: mask) == 63)
+        #expect(ChannelRouter.nextTurn(after: 63, in: mask) == 0)
     }
 }
 
