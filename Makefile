@@ -1,6 +1,8 @@
 # Spinet's two everyday commands:
 #   make demo   installs what is missing, builds (release) and renders the demo piece
 #   make test   installs what is missing and runs the whole test suite
+# and, while working on it, the fast tier of the tests:
+#   make check  the unit and command tests (the command tests run the release build)
 # and, to install it like any Linux program (see README, "Install"):
 #   make install [PREFIX=/usr/local] [DESTDIR=...]   make uninstall   make deb
 SWIFT ?= swift
@@ -14,7 +16,7 @@ FUZZ_SECONDS ?= 60
 # goes through the dynamic linker's lazy binding.
 RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
 
-.PHONY: deps demo build release test fuzz sanitize bench clean install uninstall dist dist-if-stale deb
+.PHONY: deps demo build release check test fuzz sanitize bench clean install uninstall dist dist-if-stale deb
 
 deps:
 	@scripts/install-deps.sh
@@ -30,20 +32,27 @@ demo: release
 	.build/release/spinet render demo/spinet-demo.mid -o $(OUT)/spinet-demo.wav --force
 	@echo "Wrote $(OUT)/spinet-demo.wav"
 
-# The unit and end-to-end suites, the live system tests inside a small VM
-# with a real ALSA kernel (scripts/alsa-vm; about 6 minutes; a release
-# build, as a musician runs it: the emulated guest is 20-60x slower than the
-# host, and the effects' SIMD code is slow unoptimized), the five fuzzers
-# (FUZZ_SECONDS each, after about 2 minutes building them the first time)
-# and the suites under AddressSanitizer and ThreadSanitizer (about 20
-# minutes on two cores).
-test: build
-	$(SWIFT) test
-	$(SWIFT) build $(RELEASE_FLAGS)
+# The fast tier: the unit suites and the end-to-end command tests
+# (Tests/SpinetCommandTests), which run the release build's spinet and
+# spinet-rtcheck, the binaries that are installed (SPINET_BIN; a plain
+# `swift test` runs .build/debug/spinet). No VM, fuzzers or sanitizers.
+SPINET_RELEASE_BIN = $(CURDIR)/.build/release/spinet
+
+check: release
+	SPINET_BIN=$(SPINET_RELEASE_BIN) $(SWIFT) test
+
+# The full tier, what CI runs (.ci/run): the fast tier, then the install
+# checks, the live system tests inside a small VM with a real ALSA kernel
+# (scripts/alsa-vm; about 6 minutes; the release build, as a musician runs
+# it: the emulated guest is 20-60x slower than the host, and the effects'
+# SIMD code is slow unoptimized), the five fuzzers (FUZZ_SECONDS each,
+# after about 2 minutes building them the first time) and the suites under
+# AddressSanitizer and ThreadSanitizer (about 20 minutes on two cores).
+test: check
 	@scripts/install-deps.sh $(INSTALL_TEST_DEPS)
 	@scripts/install-deps.sh systemd >/dev/null 2>&1 || echo "spinet: systemd did not install here (a container?): the unit check is skipped"
 	MAKE="$(MAKE)" SWIFT=$(SWIFT) scripts/install-tests.sh
-	SPINET_BIN=$(CURDIR)/.build/release/spinet scripts/system-tests.sh
+	SPINET_BIN=$(SPINET_RELEASE_BIN) scripts/system-tests.sh
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 	SWIFT=$(SWIFT) scripts/sanitizers.sh all
 

@@ -69,19 +69,24 @@ let package = Package(
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetSupport", "SpinetTestSupport",
             "SpinetRig",
         ]),
-        .target(name: "SpinetTestSupport", dependencies: ["SpinetMIDI", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
-        .testTarget(name: "SpinetTestSupportTests", dependencies: ["SpinetTestSupport", "CRealtimeProbe"]),
+        .target(name: "SpinetTestSupport", dependencies: ["SpinetEngine", "SpinetMIDI", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
+        // Swift Testing traits that say which tests a run leaves out (the
+        // probe's under a sanitizer, the slow ones); apart from
+        // SpinetTestSupport, which spinet-rtcheck links.
+        .target(name: "SpinetTestTraits", path: "Tests/SpinetTestTraits"),
+        .testTarget(name: "SpinetTestSupportTests", dependencies: ["SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
         .testTarget(name: "SpinetMIDITests", dependencies: ["SpinetMIDI", "SpinetTestSupport"], exclude: ["Regressions"]),
-        .testTarget(name: "SpinetEngineTests", dependencies: ["SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetTestSupport"]),
-        .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetSynth", "SpinetEngine", "SpinetFile", "SpinetMIDI", "SpinetTestSupport", "SpinetSettings"], exclude: ["Regressions"]),
-        .testTarget(name: "SpinetSynthTests", dependencies: ["SpinetSynth", "SpinetEngine", "SpinetMIDI", "SpinetSupport", "SpinetTestSupport"], exclude: ["Regressions"]),
+        .testTarget(name: "SpinetEngineTests", dependencies: ["SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetTestSupport", "SpinetTestTraits"]),
+        .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetSynth", "SpinetEngine", "SpinetFile", "SpinetMIDI", "SpinetTestSupport", "SpinetSettings", "SpinetTestTraits"], exclude: ["Regressions"]),
+        .testTarget(name: "SpinetSynthTests", dependencies: ["SpinetSynth", "SpinetEngine", "SpinetMIDI", "SpinetSupport", "SpinetTestSupport", "SpinetTestTraits"], exclude: ["Regressions"]),
         .testTarget(name: "SpinetSupportTests", dependencies: ["SpinetSupport"]),
-        .testTarget(name: "SpinetEffectsTests", dependencies: ["SpinetEffects", "SpinetTestSupport"]),
-        .testTarget(name: "SpinetALSATests", dependencies: ["SpinetALSA", "SpinetEngine", "SpinetMIDI", "CALSA", "SpinetTestSupport", "CRealtimeProbe", "SpinetHost", "SpinetRig"]),
+        .testTarget(name: "SpinetEffectsTests", dependencies: ["SpinetEffects", "SpinetTestSupport", "SpinetTestTraits"]),
+        .testTarget(name: "SpinetALSATests", dependencies: ["SpinetALSA", "SpinetEngine", "SpinetMIDI", "CALSA", "SpinetTestSupport", "SpinetHost"]),
         .testTarget(name: "SpinetRigTests", dependencies: [
             "SpinetRig", "SpinetHost", "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetTestSupport",
+            "SpinetALSA", "CRealtimeProbe", "SpinetTestTraits",
         ]),
-        .testTarget(name: "SpinetJACKTests", dependencies: ["SpinetJACK", "CJACK", "SpinetEngine", "SpinetSynth", "SpinetMIDI", "SpinetHost", "SpinetTestSupport", "CRealtimeProbe"]),
-        .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport", "CEBUR128"]),
+        .testTarget(name: "SpinetJACKTests", dependencies: ["SpinetJACK", "CJACK", "SpinetEngine", "SpinetSynth", "SpinetMIDI", "SpinetHost", "SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
+        .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport", "CEBUR128", "SpinetTestTraits"]),
     ]
 )

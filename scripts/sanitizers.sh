@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/sanitizers.sh [address|thread|all]   (default: all)
+# scripts/sanitizers.sh [address|thread|all] [FILTER]   (default: all)
 #
 # Runs the test suite under the sanitizers, each build in its own scratch
 # directory so the everyday .build is left alone:
@@ -11,12 +11,19 @@
 #            swap), the synth in the engine, and `spinet render` on two
 #            render threads.
 #
-# Skipped under both: the tests of the real-time probe (allocation, lock and
-# system-call counting: Tests/CRealtimeProbe steps aside when a sanitizer
-# owns malloc and the locks, and a sanitizer's runtime makes calls of its
-# own), and the 30-minute render (SPINET_SKIP_SLOW_TESTS; the plain run
-# covers it). A sanitizer report fails the run: the test process, or a
-# `spinet` it starts, exits with status 86 (ASan) or 66 (TSan).
+# FILTER (a `swift test --filter` regular expression) runs only those tests,
+# in place of the whole suite or the ThreadSanitizer selection: for example
+# `scripts/sanitizers.sh address SpinetEffectsTests`.
+#
+# Skipped under both, by the tests' own traits (Tests/SpinetTestTraits), not
+# by a list of names here: `.realtimeProbe`, the tests that count
+# allocations, locks or system calls (Tests/CRealtimeProbe steps aside when
+# a sanitizer owns malloc and the locks, and a sanitizer's runtime makes
+# calls of its own), and `.measuresMemory` (a sanitizer's shadow memory is
+# most of the resident set), both off when SPINET_SANITIZER is set; and
+# `.slow`, the 30-minute render (SPINET_SKIP_SLOW_TESTS; the plain run covers
+# it). A sanitizer report fails the run: the test process, or a `spinet` it
+# starts, exits with status 86 (ASan) or 66 (TSan).
 #
 # Prints how long each pass took. Exits non-zero if any pass failed.
 set -uo pipefail
@@ -25,11 +32,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 SWIFT=${SWIFT:-swift}
 WHICH=${1:-all}
+FILTER=${2-}
 
-# Real-time probe tests: meaningless (and some hang) when a sanitizer owns malloc and the locks.
-# And the peak-memory check: a sanitizer's shadow memory is most of the
-# resident set (700 MB for a render that takes 45 MB).
-PROBE_TESTS='overlappedRenderingAllocatesNothing|rtcheckCountsNothingInTheRenderPath|RealtimeProbeCountingTests|RealtimeProbeSyscallTests|SpinetEffectsTests\.RealtimeTests|AllocatesNothingAndTakesNoLock|renderingMakesNoSystemCall|thirtyThousandTracksTakeLittleMemory'
 # Where threads meet: run under ThreadSanitizer.
 THREAD_TESTS='SpinetEngineTests|SpinetSoundFontTests|SpinetALSATests|SpinetSynthTests\.EngineIntegrationTests|RenderCommandTests/(twoRendersAreByteIdentical|theThreadCountDoesNotChangeTheOutput|ctrlCLeavesNoPartialFile)'
 
@@ -56,10 +60,13 @@ run_pass() {  # name sanitizer scratch [test filter]
     report+=("$name: build FAILED"); failed=1; return
   fi
   build_end=$(date +%s)
-  local args=(--skip-build --sanitize="$sanitizer" --scratch-path "$scratch" --skip "$PROBE_TESTS")
+  local args=(--skip-build --sanitize="$sanitizer" --scratch-path "$scratch")
+  [[ -n $FILTER ]] && filter=$FILTER
   [[ -n $filter ]] && args+=(--filter "$filter")
-  echo "sanitizers: testing under $name" >&2
-  SPINET_BIN="$scratch/debug/spinet" "$SWIFT" test "${args[@]}"
+  echo "sanitizers: testing under $name${filter:+ (--filter $filter)}" >&2
+  # SPINET_SANITIZER turns off the tests with the .realtimeProbe and
+  # .measuresMemory traits.
+  SPINET_SANITIZER="$sanitizer" SPINET_BIN="$scratch/debug/spinet" "$SWIFT" test "${args[@]}"
   status=$?
   end=$(date +%s)
   local times="build $((build_end - start)) s, tests $((end - build_end)) s"
@@ -72,7 +79,7 @@ run_pass() {  # name sanitizer scratch [test filter]
 
 case $WHICH in
   address|thread|all) ;;
-  *) echo "usage: scripts/sanitizers.sh [address|thread|all]" >&2; exit 2 ;;
+  *) echo "usage: scripts/sanitizers.sh [address|thread|all] [FILTER]" >&2; exit 2 ;;
 esac
 if [[ $WHICH == address || $WHICH == all ]]; then
   run_pass AddressSanitizer address "$ROOT/.build-asan"

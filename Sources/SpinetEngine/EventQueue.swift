@@ -189,3 +189,33 @@ extension MIDIMessage {
         }
     }
 }
+
+/// An event a host hands the engine inside its audio callback, at a frame
+/// offset within that call (`Engine.render(frames:left:right:events:)`):
+/// 0 is the call's first frame. A SysEx message's bytes (F0 ... F7) stay
+/// the caller's; the engine copies them during the call.
+public struct CallbackEvent {
+    public enum Kind {
+        case message(MIDIMessage)
+        /// A complete SysEx message (F0 ... F7).
+        case sysEx(UnsafeBufferPointer<UInt8>)
+    }
+    /// Frames from the call's first frame.
+    public var offset: Int
+    public var kind: Kind
+
+    @inlinable public init(offset: Int, kind: Kind) {
+        self.offset = offset
+        self.kind = kind
+    }
+
+    @inlinable public init(offset: Int, _ message: MIDIMessage) {
+        self.offset = offset
+        self.kind = .message(message)
+    }
+
+    @inlinable public init(offset: Int, sysEx bytes: UnsafeBufferPointer<UInt8>) {
+        self.offset = offset
+        self.kind = .sysEx(bytes)
+    }
+}

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import SpinetTestSupport
+import SpinetTestTraits
 
 // Inputs that used to crash, hang or eat memory: a large SysEx in a MIDI
 // file, a preset file with no presets, /dev/zero and other endless or huge
@@ -186,7 +187,7 @@ struct HardInputTests {
 
     /// 30,000 one-note tracks, every note at once: this took 640 MB (FluidSynth
     /// warned for each note, and the warnings were all kept); now under 150 MB.
-    @Test func thirtyThousandTracksTakeLittleMemory() throws {
+    @Test(.measuresMemory) func thirtyThousandTracksTakeLittleMemory() throws {
         let dir = try SpinetCommand.temporaryDirectory("tracks")
         defer { try? FileManager.default.removeItem(at: dir) }
         let n = 30_000

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
 import SpinetTestSupport
+import SpinetTestTraits
 
 /// `spinet-rtcheck`, the counter `spinet bench` runs for its "0 allocations,
 /// 0 locks" line, run the way the benchmark runs it (fewer cycles).
 @Suite("spinet-rtcheck")
 struct RealtimeCheckTests {
-    @Test func rtcheckCountsNothingInTheRenderPath() throws {
+    @Test(.realtimeProbe) func rtcheckCountsNothingInTheRenderPath() throws {
         let checker = URL(fileURLWithPath: SpinetCommand.executable).deletingLastPathComponent()
             .appendingPathComponent("spinet-rtcheck").path
         let font = SpinetCommand.repositoryRoot.appendingPathComponent("SoundFonts/sf_GMbank.sf2").path

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 import SpinetMIDI
 import SpinetTestSupport
+import SpinetTestTraits
 
 // The file side of robustness: `spinet render` survives bad input, odd files and
 // failing output. Every case ends one of two ways -- a correct, audible
@@ -135,7 +136,7 @@ struct RobustnessTests {
 
     /// Every input that ever broke Spinet (Tests/SpinetMIDITests/Regressions),
     /// rendered at 192 kHz, where the largest frame numbers arise.
-    @Test(arguments: regressionInputs())
+    @Test(arguments: regressionInputs(SpinetCommand.repositoryRoot.appendingPathComponent("Tests/SpinetMIDITests/Regressions/midi-file")))
     func regressionInputsRenderOrFailCleanly(path: String) throws {
         let dir = try SpinetCommand.temporaryDirectory("regression")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -147,8 +148,7 @@ struct RobustnessTests {
 
     /// Thirty minutes of music render completely: the summary names the
     /// length, and the file holds 30 minutes plus the decay tail.
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["SPINET_SKIP_SLOW_TESTS"] == nil,
-                   "a debug render of 30 minutes takes minutes; scripts/sanitizers.sh skips it"))
+    @Test(.slow)   // a debug or sanitizer render of 30 minutes takes minutes
     func aThirtyMinuteFileRendersCompletely() throws {
         let dir = try SpinetCommand.temporaryDirectory("thirty")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -311,13 +311,6 @@ struct RobustnessTests {
 
 // MARK: - Helpers
 
-/// The regression inputs for MIDI files, as paths.
-func regressionInputs() -> [String] {
-    let folder = SpinetCommand.repositoryRoot.appendingPathComponent("Tests/SpinetMIDITests/Regressions/midi-file")
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-    return names.filter { !$0.hasPrefix(".") && !$0.hasSuffix(".md") }.sorted().map { folder.appendingPathComponent($0).path }
-}
-
 /// Broken SoundFonts by name, and whether Spinet must refuse them (true) or
 /// may render with them (false: damage FluidSynth can survive).
 func brokenSoundFonts() -> [(String, Bool)] {
@@ -371,11 +364,10 @@ func makeBrokenSoundFont(_ name: String) throws -> Data? {
         for i in (pdta.offset + 12)..<(pdta.offset + 8 + pdta.size) { b[i] = 0 }
     case "pdta-random-bytes.sf2":
         // 2000 random bytes changed in the preset data, sub-chunk headers and all.
-        var state: UInt64 = 6
+        var rng = SplitMix64(seed: 6)
         for _ in 0..<2000 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            let i = pdta.offset + 12 + Int((state >> 33) % UInt64(pdta.size - 4))
-            b[i] = UInt8(truncatingIfNeeded: state >> 13)
+            let i = pdta.offset + 12 + Int(rng.next() % UInt64(pdta.size - 4))
+            b[i] = UInt8(truncatingIfNeeded: rng.next())
         }
     case "shdr-samples-past-the-data.sf2":
         for r in 0..<(shdr.size / 46) {

@@ -1,11 +1,12 @@
 import SpinetEffects
 import SpinetTestSupport
 import Testing
+import SpinetTestTraits
 
 /// `process`, parameter changes, preset selection, tempo changes and the
 /// bypass path (fade, clear, resume) allocate nothing, free nothing and take
 /// no lock on the calling thread.
-@Suite("Real-time safety")
+@Suite("Real-time safety", .realtimeProbe)
 struct RealtimeTests {
     let fs = 48000.0
     let frames = 4096

@@ -3,6 +3,7 @@ import Testing
 import SpinetEffects
 import SpinetEngine
 import SpinetMIDI
+import SpinetTestSupport
 
 /// A unit that sends one click to the reverb and chorus at each note-on.
 final class SendClickUnit: InstrumentUnit {
@@ -39,10 +40,7 @@ struct EffectTypeSysExTests {
         var config = Engine.Configuration()
         config.reverb = .room
         config.chorus = .subtle
-        let engine = Engine(configuration: config)
-        engine.routeAll(to: engine.add(SendClickUnit()))
-        let queue = engine.addInput()
-        engine.prepare(sampleRate: rate, maxFrames: 512)
+        let (engine, queue) = EngineHarness.make(SendClickUnit(), configuration: config, sampleRate: rate, maxFrames: 512)
         for m in sysEx { queue.pushSysEx(frame: 0, m) }
         queue.push(EngineEvent(frame: Int64(0.1 * rate), .noteOn(channel: 0, key: 60, velocity: 100)))
         let out = renderEngine(engine, frames: Int(1.6 * rate), blockSizes: [512])

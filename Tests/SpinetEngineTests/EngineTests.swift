@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SpinetEngine
 import SpinetMIDI
+import SpinetTestSupport
 
 @Suite("Engine: sample-exact event delivery")
 struct EngineTimingTests {
@@ -10,12 +11,9 @@ struct EngineTimingTests {
     /// maxFrames) the driver uses.
     @Test(arguments: [[256], [1, 7, 0, 300, 64, 1000, 13], [4096], [0, 3]])
     func onsetsLandOnTheExactFrame(blockSizes: [Int]) {
-        let engine = Engine()
         let unit = ImpulseUnit()
-        engine.routeAll(to: engine.add(unit))
-        let queue = engine.addInput()
-        engine.prepare(sampleRate: 48000, maxFrames: 512)
-        var rng = SplitMix(seed: 42)
+        let (engine, queue) = EngineHarness.make(unit, maxFrames: 512)
+        var rng = SplitMix64(seed: 42)
         var frames: [Int64] = []
         var f: Int64 = 5
         for _ in 0..<200 {
@@ -35,11 +33,8 @@ struct EngineTimingTests {
     }
 
     @Test func eventsInThePastAreAppliedAtOnceAndCountedLate() {
-        let engine = Engine()
         let unit = ImpulseUnit()
-        engine.routeAll(to: engine.add(unit))
-        let queue = engine.addInput()
-        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let (engine, queue) = EngineHarness.make(unit)
         _ = renderEngine(engine, frames: 1000, blockSizes: [256])
         queue.push(EngineEvent(frame: 10, .noteOn(channel: 0, key: 60, velocity: 127)))
         let out = renderEngine(engine, frames: 256, blockSizes: [256])
@@ -49,11 +44,8 @@ struct EngineTimingTests {
     }
 
     @Test func simultaneousEventsKeepTheirQueueOrder() {
-        let engine = Engine()
         let unit = ImpulseUnit()
-        engine.routeAll(to: engine.add(unit))
-        let queue = engine.addInput()
-        engine.prepare(sampleRate: 44100, maxFrames: 128)
+        let (engine, queue) = EngineHarness.make(unit, sampleRate: 44100, maxFrames: 128)
         let sent: [MIDIMessage] = [.noteOff(channel: 0, key: 60, velocity: 0), .programChange(channel: 0, program: 5),
                                    .noteOn(channel: 0, key: 62, velocity: 90), .controlChange(channel: 0, controller: 7, value: 3)]
         for m in sent { queue.push(EngineEvent(frame: 100, m)) }
@@ -64,15 +56,13 @@ struct EngineTimingTests {
     @Test func channelsReachOnlyTheUnitTheyAreRoutedTo() {
         var config = Engine.Configuration()
         config.ports = 2
-        let engine = Engine(configuration: config)
         let a = ImpulseUnit(), b = ImpulseUnit()
-        let ia = engine.add(a), ib = engine.add(b)
-        engine.routeAll(to: ia)
-        engine.route(channel: 3, to: ib)
-        engine.route(channel: 20, to: ib)      // port 2, channel 5
-        engine.route(channel: 21, to: nil)
-        let queue = engine.addInput()
-        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let (engine, queue) = EngineHarness.make([a, b], configuration: config) { engine, units in
+            engine.routeAll(to: units[0])
+            engine.route(channel: 3, to: units[1])
+            engine.route(channel: 20, to: units[1])      // port 2, channel 5
+            engine.route(channel: 21, to: nil)
+        }
         for ch in [0, 3, 20, 21, 31] {
             queue.push(EngineEvent(frame: 10, .noteOn(channel: UInt8(ch), key: 60, velocity: 1)))
         }
@@ -86,11 +76,8 @@ struct EngineTimingTests {
     @Test func aFloodLargerThanASliceIsDeliveredCompletelyAndInOrder() {
         var config = Engine.Configuration()
         config.maxEventsPerSlice = 64
-        let engine = Engine(configuration: config)
         let unit = ImpulseUnit(capacity: 20000)
-        engine.routeAll(to: engine.add(unit))
-        let queue = engine.addInput(capacity: 32768)
-        engine.prepare(sampleRate: 48000, maxFrames: 1024)
+        let (engine, queue) = EngineHarness.make(unit, configuration: config, maxFrames: 1024, queueCapacity: 32768)
         for i in 0..<10000 {
             queue.push(EngineEvent(frame: Int64(i / 100), .controlChange(channel: 0, controller: 1, value: UInt8(i % 128))))
         }
@@ -104,10 +91,7 @@ struct EngineTimingTests {
     }
 
     @Test func aFullQueueRefusesAndCountsDrops() {
-        let engine = Engine()
-        engine.routeAll(to: engine.add(ImpulseUnit()))
-        let queue = engine.addInput(capacity: 16)
-        engine.prepare(sampleRate: 48000, maxFrames: 64)
+        let (engine, queue) = EngineHarness.make(ImpulseUnit(), maxFrames: 64, queueCapacity: 16)
         var accepted = 0
         for i in 0..<40 where queue.push(EngineEvent(frame: Int64(i), .noteOn(channel: 0, key: 1, velocity: 1))) {
             accepted += 1
@@ -125,12 +109,11 @@ struct EngineTimingTests {
 @Suite("Engine: SysEx, gain and fades")
 struct EngineGainTests {
     @Test func sysExArrivesWholeAtEveryUnit() {
-        let engine = Engine()
         let a = ImpulseUnit(), b = ImpulseUnit()
-        engine.route(channel: 0, to: engine.add(a))
-        engine.route(channel: 1, to: engine.add(b))
-        let queue = engine.addInput()
-        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let (engine, queue) = EngineHarness.make([a, b]) { engine, units in
+            engine.route(channel: 0, to: units[0])
+            engine.route(channel: 1, to: units[1])
+        }
         var message: [UInt8] = [0xF0, 0x43]
         message += (0..<1000).map { UInt8($0 % 128) }
         message.append(0xF7)
@@ -143,10 +126,7 @@ struct EngineGainTests {
     }
 
     @Test func masterVolumeSysExSetsTheLevelSmoothlyFromItsFrame() {
-        let engine = Engine()
-        engine.routeAll(to: engine.add(ConstantUnit(level: 0.5)))
-        let queue = engine.addInput()
-        engine.prepare(sampleRate: 48000, maxFrames: 512)
+        let (engine, queue) = EngineHarness.make(ConstantUnit(level: 0.5), maxFrames: 512)
         // 8192/16383 -> about 0.5 of full scale, squared -> 0.25
         queue.pushSysEx(frame: 4800, [0xF0, 0x7F, 0x7F, 0x04, 0x01, 0x00, 0x40, 0xF7])
         let out = renderEngine(engine, frames: 48000, blockSizes: [512])
@@ -163,19 +143,13 @@ struct EngineGainTests {
     @Test func gainInDecibels() {
         var config = Engine.Configuration()
         config.gainDB = -6.0206
-        let engine = Engine(configuration: config)
-        engine.routeAll(to: engine.add(ConstantUnit(level: 0.8)))
-        _ = engine.addInput()
-        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let (engine, _) = EngineHarness.make(ConstantUnit(level: 0.8), configuration: config)
         let out = renderEngine(engine, frames: 1024, blockSizes: [256])
         #expect(abs(out.left[1000] - 0.4) < 1e-4)
     }
 
     @Test func fadeOutReachesSilenceWithoutAStep() {
-        let engine = Engine()
-        engine.routeAll(to: engine.add(ConstantUnit(level: 0.5)))
-        _ = engine.addInput()
-        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let (engine, _) = EngineHarness.make(ConstantUnit(level: 0.5))
         _ = renderEngine(engine, frames: 1024, blockSizes: [256])
         engine.requestFadeOut(frames: 2400)
         let out = renderEngine(engine, frames: 4800, blockSizes: [256])
@@ -194,10 +168,7 @@ struct EngineGainTests {
     }
 
     @Test func zeroFramesIsANoOp() {
-        let engine = Engine()
-        engine.routeAll(to: engine.add(ConstantUnit(level: 0.5)))
-        let q = engine.addInput()
-        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let (engine, q) = EngineHarness.make(ConstantUnit(level: 0.5))
         q.push(EngineEvent(frame: 0, .noteOn(channel: 0, key: 1, velocity: 1)))
         var l: Float = 7, r: Float = 7
         engine.render(frames: 0, left: &l, right: &r)
@@ -207,31 +178,16 @@ struct EngineGainTests {
     }
 }
 
-/// A small deterministic generator for test data.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite("Engine: bank routing")
 struct BankRoutingTests {
     /// Bank 126 + Program Change moves a channel to the routed unit; another
     /// bank moves it home. The unit left behind gets All Notes Off.
     @Test func bankSelectMovesAChannelBetweenUnitsAtItsFrame() {
-        let engine = Engine()
         let home = ImpulseUnit(), synth = ImpulseUnit()
-        let h = engine.add(home), s = engine.add(synth)
-        engine.routeAll(to: h)
-        engine.routeBank(msb: 126, to: s)
-        let q = engine.addInput()
-        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let (engine, q) = EngineHarness.make([home, synth]) { engine, units in
+            engine.routeAll(to: units[0])
+            engine.routeBank(msb: 126, to: units[1])
+        }
         q.push(EngineEvent(frame: 10, .noteOn(channel: 2, key: 60, velocity: 100)))          // home
         q.push(EngineEvent(frame: 20, .controlChange(channel: 2, controller: 0, value: 126)))
         q.push(EngineEvent(frame: 20, .programChange(channel: 2, program: 3)))               // -> synth
@@ -270,13 +226,11 @@ struct SplitChannelTests {
     /// key pressure follow the key's last note-on; the fixed keys stay home;
     /// everything else reaches both units.
     @Test func notesTakeTurnsAndReleaseTheirPredecessor() {
-        let engine = Engine()
         let a = ImpulseUnit(), b = ImpulseUnit(), other = ImpulseUnit()
-        let ia = engine.add(a), ib = engine.add(b), io = engine.add(other)
-        engine.route(channel: 9, takingTurns: [ia, ib], fixedKeys: [42, 46])
-        engine.route(channel: 0, to: io)
-        let q = engine.addInput()
-        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let (engine, q) = EngineHarness.make([a, b, other]) { engine, units in
+            engine.route(channel: 9, takingTurns: [units[0], units[1]], fixedKeys: [42, 46])
+            engine.route(channel: 0, to: units[2])
+        }
         q.push(EngineEvent(frame: 0, .controlChange(channel: 9, controller: 7, value: 90)))
         q.push(EngineEvent(frame: 64, .noteOn(channel: 9, key: 51, velocity: 20)))     // a (first note of the key)
         q.push(EngineEvent(frame: 64, .noteOn(channel: 9, key: 36, velocity: 10)))     // a
@@ -321,13 +275,11 @@ struct SplitChannelTests {
     /// A Bank Select move takes the whole split channel to the routed unit
     /// (every lane's unit gets the pedals up and All Notes Off) and back.
     @Test func bankRoutingMovesTheWholeSplitChannel() {
-        let engine = Engine()
         let a = ImpulseUnit(), b = ImpulseUnit(), synth = ImpulseUnit()
-        let ia = engine.add(a), ib = engine.add(b), s = engine.add(synth)
-        engine.route(channel: 2, takingTurns: [ia, ib])
-        engine.routeBank(msb: 126, to: s)
-        let q = engine.addInput()
-        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let (engine, q) = EngineHarness.make([a, b, synth]) { engine, units in
+            engine.route(channel: 2, takingTurns: [units[0], units[1]])
+            engine.routeBank(msb: 126, to: units[2])
+        }
         q.push(EngineEvent(frame: 10, .noteOn(channel: 2, key: 60, velocity: 100)))    // a
         q.push(EngineEvent(frame: 20, .noteOn(channel: 2, key: 60, velocity: 100)))    // b (+ note-off to a)
         q.push(EngineEvent(frame: 30, .controlChange(channel: 2, controller: 0, value: 126)))
@@ -352,13 +304,13 @@ struct SplitChannelTests {
                                    .controlChange(channel: 2, controller: 0, value: 0)] + release)
     }
 
-    @Test func nextLaneCyclesThroughTheMask() {
+    @Test func nextTurnCyclesThroughTheMask() {
         let mask: UInt64 = 0b1011_0000_0000_0000_0000_0000_0000_0000_0000_0000_0000_0000_0000_0000_0000_0101
-        #expect(Engine.nextLane(after: 0, in: mask) == 2)
-        #expect(Engine.nextLane(after: 2, in: mask) == 60)
-        #expect(Engine.nextLane(after: 60, in: mask) == 61)
-        #expect(Engine.nextLane(after: 61, in: mask) == 63)
-        #expect(Engine.nextLane(after: 63, in: mask) == 0)
+        #expect(ChannelRouter.nextTurn(after: 0, in: mask) == 2)
+        #expect(ChannelRouter.nextTurn(after: 2, in: mask) == 60)
+        #expect(ChannelRouter.nextTurn(after: 60, in: mask) == 61)
+        #expect(ChannelRouter.nextTurn(after: 61, in: mask) == 63)
+        #expect(ChannelRouter.nextTurn(after: 63, in: mask) == 0)
     }
 }
 
@@ -392,10 +344,7 @@ struct EngineTempoTests {
         for bpm in [100.0, 120.0] {
             var config = Engine.Configuration()
             config.delay = .eighth
-            let engine = Engine(configuration: config)
-            engine.routeAll(to: engine.add(DelaySendUnit()))
-            let q = engine.addInput()
-            engine.prepare(sampleRate: 48000, maxFrames: 256)
+            let (engine, q) = EngineHarness.make(DelaySendUnit(), configuration: config)
             let setter = NativeThread(name: "tempo-test") { engine.setTempo(beatsPerMinute: bpm) }
             setter.join()
             _ = renderEngine(engine, frames: 9600, blockSizes: [256])   // the new time settles

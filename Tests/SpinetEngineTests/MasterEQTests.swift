@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpinetEffects
 @testable import SpinetEngine
+import SpinetTestSupport
 
 /// The master EQ sits after the mix and the master gain, before the
 /// limiter. A constant (DC) input shows each section's effect exactly: a
@@ -12,9 +13,7 @@ struct MasterEQTests {
     static func settle(_ eq: Equalizer.Parameters?, level: Float = 0.2) -> (start: Float, end: Float, output: [Float]) {
         var config = Engine.Configuration()
         config.equalizer = eq
-        let engine = Engine(configuration: config)
-        engine.routeAll(to: engine.add(ConstantUnit(level: level)))
-        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let (engine, _) = EngineHarness.make(ConstantUnit(level: level), configuration: config)
         let out = renderEngine(engine, frames: 48000, blockSizes: [256, 100, 7])
         return (out.left[engine.latencyFrames + 10], out.left[47999], out.left)
     }

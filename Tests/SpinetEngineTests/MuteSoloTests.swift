@@ -1,6 +1,7 @@
 import Testing
 import SpinetEngine
 import SpinetMIDI
+import SpinetTestSupport
 
 @Suite("Engine: mute and solo")
 struct MuteSoloTests {
@@ -10,11 +11,8 @@ struct MuteSoloTests {
         var config = Engine.Configuration()
         config.mutedChannels = muted
         config.soloChannels = solo
-        let engine = Engine(configuration: config)
         let unit = ImpulseUnit()
-        engine.routeAll(to: engine.add(unit))
-        let queue = engine.addInput()
-        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let (engine, queue) = EngineHarness.make(unit, configuration: config)
         for c: UInt8 in 0..<4 {
             queue.push(EngineEvent(frame: Int64(c) * 100, .noteOn(channel: c, key: 60 + c, velocity: 100)))
             queue.push(EngineEvent(frame: Int64(c) * 100 + 10, .controlChange(channel: c, controller: 7, value: 90)))

@@ -4,6 +4,7 @@ import SpinetEffects
 import SpinetEngine
 import SpinetMIDI
 import SpinetTestSupport
+import SpinetTestTraits
 
 /// A unit with memory and effect sends: each note-on starts a decaying sine
 /// at the key's frequency, sent to the reverb and the delay. Its output
@@ -58,11 +59,11 @@ struct OverlappedRenderTests {
         config.offlineRenderThreads = threads
         config.reverb = .hall
         config.delay = .eighth
-        let engine = Engine(configuration: config)
-        for c in 0..<3 { engine.route(channel: c, to: engine.add(RingingUnit())) }
-        let queue = engine.addInput(capacity: 4096)
-        engine.prepare(sampleRate: 48000, maxFrames: blockFrames)
-        var rng = SplitMix(seed: 7)
+        let units = (0..<3).map { _ in RingingUnit() }
+        let (engine, queue) = EngineHarness.make(units, configuration: config, maxFrames: blockFrames, queueCapacity: 4096) { engine, units in
+            for (channel, unit) in units.enumerated() { engine.route(channel: channel, to: unit) }
+        }
+        var rng = SplitMix64(seed: 7)
         var f: Int64 = 3
         for _ in 0..<300 {
             f += Int64(rng.next() % 700) + 1
@@ -172,7 +173,7 @@ struct OverlappedRenderTests {
     }
 
     /// After warming up, one overlapped block allocates nothing and takes no lock (one thread: the live rules).
-    @Test func overlappedRenderingAllocatesNothing() {
+    @Test(.realtimeProbe) func overlappedRenderingAllocatesNothing() {
         #expect(RealtimeProbe.isActive, "the allocation probe is not interposed in this test binary")
         let (engine, _) = Self.makeEngine(threads: 1)
         let l = UnsafeMutablePointer<Float>.allocate(capacity: Self.blockFrames)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpinetEngine
 import SpinetMIDI
+import SpinetTestSupport
 
 @Suite("EventQueue")
 struct EventQueueTests {
@@ -103,7 +104,7 @@ struct LimiterTests {
     @Test func tortureSignalNeverExceedsTheCeiling() {
         var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
         defer { limiter.deallocate() }
-        var rng = SplitMix(seed: 7)
+        var rng = SplitMix64(seed: 7)
         let n = 48000 * 4
         var l = [Float](repeating: 0, count: n), r = [Float](repeating: 0, count: n)
         var i = 0

@@ -71,22 +71,3 @@ final class ConstantUnit: InstrumentUnit {
     }
     var activeVoices: Int { 1 }
 }
-
-/// Renders `frames` frames in blocks of the given sizes (cycled), returning planar output.
-func renderEngine(_ engine: Engine, frames: Int, blockSizes: [Int]) -> (left: [Float], right: [Float]) {
-    var left = [Float](repeating: 0, count: frames)
-    var right = [Float](repeating: 0, count: frames)
-    var done = 0
-    var i = 0
-    left.withUnsafeMutableBufferPointer { l in
-        right.withUnsafeMutableBufferPointer { r in
-            while done < frames {
-                let n = min(blockSizes[i % blockSizes.count], frames - done)
-                engine.render(frames: n, left: l.baseAddress! + done, right: r.baseAddress! + done)
-                done += n
-                i += 1
-            }
-        }
-    }
-    return (left, right)
-}

@@ -7,6 +7,7 @@ import Testing
 import SpinetEngine
 import SpinetJACK
 import SpinetTestSupport
+import SpinetTestTraits
 
 /// What the probe counted on JACK's process thread: Spinet's JACK code
 /// (reading ports and MIDI, handing events over) apart from the engine's render.
@@ -64,7 +65,7 @@ struct JACKRealtimeTests {
     /// nothing and takes no lock, counted cycle by cycle under a busy stream
     /// of MIDI. The engine's render is counted apart: in a debug build its
     /// event loop allocates (see EngineIntegrationTests); optimized, it is 0 too.
-    @Test func theProcessCallbackAllocatesNothingAndTakesNoLock() throws {
+    @Test(.realtimeProbe) func theProcessCallbackAllocatesNothingAndTakesNoLock() throws {
         try #require(RealtimeProbe.isActive, "the allocation/lock probe is not active: this test cannot prove anything")
         let server = JACKTestServer()
         try server.start()

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SpinetMIDI
+import SpinetTestSupport
 
 // MARK: - Reading well-formed files
 
@@ -399,7 +400,7 @@ import Testing
     }
     for n in 0...good.count { check(Array(good[0..<n])) }
 
-    var rng = SeededGenerator(seed: 0x5EED)
+    var rng = SplitMix64(seed: 0x5EED)
     for _ in 0..<4000 {
         var b = good
         for _ in 0..<Int.random(in: 1...4, using: &rng) {

@@ -1,5 +1,6 @@
 import Testing
 @testable import SpinetMIDI
+import SpinetTestSupport
 
 @Test func writesExactBytes() {
     var writer = MIDIFileWriter(format: 0, ticksPerQuarter: 96)
@@ -84,7 +85,7 @@ import Testing
 }
 
 @Test func roundTripsRandomTracksAndRewritesIdentically() throws {
-    var rng = SeededGenerator(seed: 42)
+    var rng = SplitMix64(seed: 42)
     var tracks: [[(tick: Int64, event: TrackEvent.Kind)]] = []
     for _ in 0..<4 {
         var events: [(tick: Int64, event: TrackEvent.Kind)] = []

@@ -1,18 +1,5 @@
 @testable import SpinetMIDI
 
-/// A small seeded generator (SplitMix64), so random tests are repeatable.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Hand-made file pieces. Offsets in the tests are spelled out against this
 /// layout: the header is bytes 0...13, the first chunk's tag is at 14, its
 /// length at 18 and its data starts at 22.

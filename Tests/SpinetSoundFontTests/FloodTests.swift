@@ -5,6 +5,7 @@ import SpinetFile
 import SpinetMIDI
 import SpinetSoundFont
 import SpinetTestSupport
+import SpinetTestTraits
 
 /// Floods of every shape that once overflowed FluidSynth's voice-event ring:
 /// the messages, all at one tick, and the organ notes held across them.
@@ -172,15 +173,12 @@ extension FloodTests {
     /// A flood through the engine's queue, rendered live-sized: the render
     /// path still allocates nothing and takes no lock, drops nothing, and
     /// the organ note ends.
-    @Test func aFloodAllocatesNothingAndTakesNoLock() throws {
+    @Test(.realtimeProbe) func aFloodAllocatesNothingAndTakesNoLock() throws {
         #expect(RealtimeProbe.isActive, "the allocation probe is not interposed in this test binary")
         var options = SoundFontOptions()
         options.fluidEffects = false
         let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, options: options)
-        let engine = Engine()
-        engine.routeAll(to: engine.add(unit))
-        let queue = engine.addInput(capacity: 1 << 16)
-        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let (engine, queue) = EngineHarness.make(unit, queueCapacity: 1 << 16)
         let left = UnsafeMutablePointer<Float>.allocate(capacity: 256)
         let right = UnsafeMutablePointer<Float>.allocate(capacity: 256)
         defer { left.deallocate(); right.deallocate() }

@@ -4,6 +4,7 @@ import SpinetEngine
 import SpinetMIDI
 import SpinetSoundFont
 import SpinetTestSupport
+import SpinetTestTraits
 
 /// FluidSynth's log function is process-wide; its messages are kept per unit.
 @Suite("FluidSynth messages per unit")
@@ -12,20 +13,18 @@ struct FluidLogTests {
     /// plugin instances in one host), and FluidSynth warns on both render
     /// paths: each unit keeps its own warning, and neither thread allocates
     /// or locks for it.
-    @Test func twoUnitsOnTwoThreadsKeepTheirOwnMessagesWithoutAllocating() throws {
+    @Test(.realtimeProbe) func twoUnitsOnTwoThreadsKeepTheirOwnMessagesWithoutAllocating() throws {
         #expect(RealtimeProbe.isActive, "the allocation probe is not interposed in this test binary")
         final class Player: @unchecked Sendable {
             let unit: SoundFontUnit
-            let engine = Engine()
+            let engine: Engine
             let queue: EventQueue
             let channel: UInt8
             var allocations = -1, locks = -1
             init(channel: UInt8) throws {
                 self.channel = channel
                 unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000)
-                engine.routeAll(to: engine.add(unit))
-                queue = engine.addInput()
-                engine.prepare(sampleRate: 48000, maxFrames: 256)
+                (engine, queue) = EngineHarness.make(unit)
             }
             func run() {
                 let left = UnsafeMutablePointer<Float>.allocate(capacity: 256)

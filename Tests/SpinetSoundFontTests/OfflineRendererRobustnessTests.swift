@@ -4,6 +4,7 @@ import SpinetEngine
 import SpinetFile
 import SpinetMIDI
 import SpinetSoundFont
+import SpinetTestSupport
 
 @Suite("Offline renderer: robustness")
 struct OfflineRendererRobustnessTests {
@@ -15,11 +16,8 @@ struct OfflineRendererRobustnessTests {
         let schedule = try MIDIFile(path: path).schedule(sampleRate: 192_000)
         #expect(schedule.endFrame == Int64.max)
         let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 192_000)
-        let engine = Engine()
-        engine.routeAll(to: engine.add(unit))
-        let queue = engine.addInput()
+        let (engine, queue) = EngineHarness.make(unit, sampleRate: 192_000, maxFrames: OfflineRenderer.Options().blockFrames)
         let renderer = OfflineRenderer(engine: engine, queue: queue, schedule: schedule)
-        engine.prepare(sampleRate: 192_000, maxFrames: renderer.options.blockFrames)
         var blocks = 0, frames = 0
         let report = try renderer.run(sink: { _, _, n in frames += n }, shouldStop: {
             blocks += 1

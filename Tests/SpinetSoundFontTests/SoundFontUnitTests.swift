@@ -6,6 +6,7 @@ import SpinetSettings
 import SpinetMIDI
 import SpinetSoundFont
 import SpinetTestSupport
+import SpinetTestTraits
 
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 let bundledFont = repositoryRoot.appendingPathComponent("SoundFonts/sf_GMbank.sf2").path
@@ -15,11 +16,8 @@ func renderWithSoundFont(_ schedule: MIDISchedule, font: String = bundledFont, f
     var options = SoundFontOptions()
     options.fluidEffects = fluidEffects
     let unit = try SoundFontUnit(fonts: [font], sampleRate: Double(schedule.sampleRate), options: options)
-    let engine = Engine()
-    engine.routeAll(to: engine.add(unit))
-    let queue = engine.addInput()
+    let (engine, queue) = EngineHarness.make(unit, sampleRate: Double(schedule.sampleRate), maxFrames: OfflineRenderer.Options().blockFrames)
     let renderer = OfflineRenderer(engine: engine, queue: queue, schedule: schedule)
-    engine.prepare(sampleRate: Double(schedule.sampleRate), maxFrames: renderer.options.blockFrames)
     var left: [Float] = [], right: [Float] = []
     _ = try renderer.run(sink: { l, r, n in
         left.append(contentsOf: UnsafeBufferPointer(start: l, count: n))
@@ -127,7 +125,7 @@ struct SoundFontUnitTests {
     /// After prepare, rendering many blocks with notes, controllers, program
     /// changes, pitch bends and SysEx allocates nothing and takes no lock
     /// (also on a channel split over two synthesizers).
-    @Test func renderingAllocatesNothingAndTakesNoLock() throws {
+    @Test(.realtimeProbe) func renderingAllocatesNothingAndTakesNoLock() throws {
         #expect(RealtimeProbe.isActive, "the allocation probe is not interposed in this test binary")
         // The Spinet-effects path: per-channel FluidSynth outputs, sends,
         // Spinet's reverb, chorus and delay.
@@ -138,15 +136,13 @@ struct SoundFontUnitTests {
         config.reverb = .hall
         config.chorus = .wide
         config.delay = .dottedEighth
-        let engine = Engine(configuration: config)
-        let home = engine.add(unit)
-        engine.routeAll(to: home)
         // channel 10 split over two synthesizers, as an offline render of a
         // drum-heavy song does: notes take turns, with a note-off for the other
-        let guest = engine.add(try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, options: options))
-        engine.route(channel: 9, takingTurns: [home, guest], fixedKeys: [42, 44, 46])
-        let queue = engine.addInput()
-        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let guest = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, options: options)
+        let (engine, queue) = EngineHarness.make([unit, guest], configuration: config) { engine, units in
+            engine.routeAll(to: units[0])
+            engine.route(channel: 9, takingTurns: [units[0], units[1]], fixedKeys: [42, 44, 46])
+        }
         let left = UnsafeMutablePointer<Float>.allocate(capacity: 256)
         let right = UnsafeMutablePointer<Float>.allocate(capacity: 256)
         defer { left.deallocate(); right.deallocate() }
@@ -180,12 +176,9 @@ struct SoundFontUnitTests {
     }
 
     /// The same render under a seccomp trap on its thread: no system call at all.
-    @Test func renderingMakesNoSystemCall() throws {
+    @Test(.realtimeProbe) func renderingMakesNoSystemCall() throws {
         let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000)
-        let engine = Engine()
-        engine.routeAll(to: engine.add(unit))
-        let queue = engine.addInput()
-        engine.prepare(sampleRate: 48000, maxFrames: 256)
+        let (engine, queue) = EngineHarness.make(unit)
         let left = UnsafeMutablePointer<Float>.allocate(capacity: 256)
         let right = UnsafeMutablePointer<Float>.allocate(capacity: 256)
         defer { left.deallocate(); right.deallocate() }
@@ -241,19 +234,6 @@ struct SoundFontUnitTests {
 struct UncheckedBox<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
-}
-
-/// A small deterministic generator for test data.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 @Suite("Channel partition")

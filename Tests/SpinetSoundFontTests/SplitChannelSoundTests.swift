@@ -4,6 +4,7 @@ import SpinetEngine
 import SpinetFile
 import SpinetMIDI
 import SpinetSoundFont
+import SpinetTestSupport
 
 /// An offline render may split a heavy channel over two FluidSynth
 /// instances, each key's notes taking turns (`Engine.route(channel:takingTurns:)`).
@@ -15,26 +16,18 @@ struct SplitChannelSoundTests {
 
     /// Channel 0 playing `events` on one SoundFont unit, or split over two.
     static func render(split: Bool, _ events: [(Int, MIDIMessage)], seconds: Int) throws -> [Float] {
-        let engine = Engine()
-        let a = try SoundFontUnit(fonts: [bundledFont], sampleRate: Double(rate))
-        let ia = engine.add(a)
-        if split {
-            let ib = engine.add(try SoundFontUnit(fonts: [bundledFont], sampleRate: Double(rate)))
-            engine.route(channel: 0, takingTurns: [ia, ib])
-        } else {
-            engine.route(channel: 0, to: ia)
-        }
-        let queue = engine.addInput()
-        engine.prepare(sampleRate: Double(rate), maxFrames: 512)
-        for (frame, message) in events { queue.push(EngineEvent(frame: Int64(frame), message)) }
-        let frames = seconds * rate
-        var left = [Float](repeating: 0, count: frames), right = left
-        left.withUnsafeMutableBufferPointer { l in
-            right.withUnsafeMutableBufferPointer { r in
-                engine.render(frames: frames, left: l.baseAddress!, right: r.baseAddress!)
+        var units: [any InstrumentUnit] = [try SoundFontUnit(fonts: [bundledFont], sampleRate: Double(rate))]
+        if split { units.append(try SoundFontUnit(fonts: [bundledFont], sampleRate: Double(rate))) }
+        let (engine, queue) = EngineHarness.make(units, sampleRate: Double(rate), maxFrames: 512) { engine, units in
+            if split {
+                engine.route(channel: 0, takingTurns: [units[0], units[1]])
+            } else {
+                engine.route(channel: 0, to: units[0])
             }
         }
-        return left
+        for (frame, message) in events { queue.push(EngineEvent(frame: Int64(frame), message)) }
+        let frames = seconds * rate
+        return renderEngine(engine, frames: frames, blockSizes: [frames]).left   // in one call
     }
 
     static func rmsDB(_ x: [Float], from: Double, to: Double) -> Double {

@@ -1,6 +1,7 @@
 import Testing
 import SpinetMIDI
 @testable import SpinetSynth
+import SpinetTestSupport
 
 /// The documented preset file with no presets (`{"base": "empty", "presets": []}`)
 /// used to stop Spinet on a precondition (SIGILL) as soon as a synth was made,

@@ -4,24 +4,7 @@ import SpinetEngine
 import SpinetMIDI
 import SpinetTestSupport
 @testable import SpinetSynth
-
-/// Renders an engine in blocks of the given sizes (cycled).
-func renderEngine(_ engine: Engine, frames: Int, blockSizes: [Int]) -> Rendered {
-    var left = [Float](repeating: .nan, count: frames)
-    var right = [Float](repeating: .nan, count: frames)
-    var done = 0, i = 0
-    left.withUnsafeMutableBufferPointer { l in
-        right.withUnsafeMutableBufferPointer { r in
-            while done < frames {
-                let n = min(blockSizes[i % blockSizes.count], frames - done)
-                engine.render(frames: n, left: l.baseAddress! + done, right: r.baseAddress! + done)
-                done += n
-                i += 1
-            }
-        }
-    }
-    return Rendered(left: left, right: right)
-}
+import SpinetTestTraits
 
 @Suite("Engine: sample-exact, real-time safe")
 struct EngineIntegrationTests {
@@ -32,10 +15,7 @@ struct EngineIntegrationTests {
     func noteOnStartsOnItsExactFrame(blockSizes: [Int]) throws {
         let bank = try PresetBank(presets: [preset("saw")])
         for frame: Int64 in [0, 1, 15, 16, 17, 1000, 1234, 4097] {
-            let engine = Engine()
-            engine.routeAll(to: engine.add(OscillatorSynth(presets: bank)))
-            let queue = engine.addInput()
-            engine.prepare(sampleRate: 48_000, maxFrames: 512)
+            let (engine, queue) = EngineHarness.make(OscillatorSynth(presets: bank), maxFrames: 512)
             #expect(queue.push(EngineEvent(frame: frame, .noteOn(channel: 3, key: 60, velocity: 100))))
             let out = renderEngine(engine, frames: Int(frame) + engine.latencyFrames + 200, blockSizes: blockSizes)
             let onset = out.left.firstIndex { $0 != 0 }
@@ -47,10 +27,7 @@ struct EngineIntegrationTests {
     /// ends the note 1 ms (the minimum ramp) after its frame, to the block.
     @Test func noteOffIsAppliedAtItsFrame() throws {
         let bank = try PresetBank(presets: [preset("sine") { $0.release = 0 }])
-        let engine = Engine()
-        engine.routeAll(to: engine.add(OscillatorSynth(presets: bank)))
-        let queue = engine.addInput()
-        engine.prepare(sampleRate: 48_000, maxFrames: 256)
+        let (engine, queue) = EngineHarness.make(OscillatorSynth(presets: bank))
         queue.push(EngineEvent(frame: 100, .noteOn(channel: 0, key: 69, velocity: 100)))
         queue.push(EngineEvent(frame: 2_001, .noteOff(channel: 0, key: 69, velocity: 0)))
         let out = renderEngine(engine, frames: 4000, blockSizes: [256])
@@ -64,7 +41,7 @@ struct EngineIntegrationTests {
     /// the MPE configuration RPN, all-notes/sound-off, reset all
     /// controllers, System Reset and a GM System On SysEx.
     static func busySecond(into queue: EventQueue, start: Int64) {
-        var rng = SplitMix(seed: UInt64(start) + 1)
+        var rng = SplitMix64(seed: UInt64(start) + 1)
         for i in 0..<400 {
             let at = start + Int64(rng.next() % 48_000)
             let channel = UInt8(rng.next() % 16)
@@ -92,10 +69,7 @@ struct EngineIntegrationTests {
     /// Allocations, frees and locks of one busy second rendered through an
     /// engine holding `unit` (after a warm-up second).
     static func countEngineRender(with unit: any InstrumentUnit) -> RealtimeProbe.Counts<Void> {
-        let engine = Engine()
-        engine.routeAll(to: engine.add(unit))
-        let queue = engine.addInput(capacity: 1 << 14)
-        engine.prepare(sampleRate: 48_000, maxFrames: 256)
+        let (engine, queue) = EngineHarness.make(unit, queueCapacity: 1 << 14)
         let sizes = [256, 64, 1, 255, 0, 128]
         var left = [Float](repeating: 0, count: 48_000), right = left
         busySecond(into: queue, start: 0)
@@ -122,7 +96,7 @@ struct EngineIntegrationTests {
     /// engine + synth under a busy second of MIDI, which must cost exactly
     /// what the engine costs with a unit that does nothing. (In a debug
     /// build the engine's own event loop allocates; in release it is 0 too.)
-    @Test func renderAllocatesNothingAndTakesNoLock() throws {
+    @Test(.realtimeProbe) func renderAllocatesNothingAndTakesNoLock() throws {
         try #require(RealtimeProbe.isActive, "the allocation/lock probe is not active: this test cannot prove anything")
 
         // The synth alone, driven the way the engine drives it.
@@ -198,33 +172,17 @@ final class SilentUnit: InstrumentUnit {
     var activeVoices: Int { 0 }
 }
 
-/// Deterministic pseudo-random numbers (SplitMix64).
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite("Engine: bank select 126 picks the synth")
 struct BankRoutingTests {
     /// With the engine's bank route for `spinetPresetBank`, CC 0 = 126 and a
     /// program change move a channel from another unit to the synth and pick
     /// the preset; the synth then plays it.
     @Test func bankSelect126AndAProgramChangeSelectTheSynthPreset() throws {
-        let engine = Engine()
-        let home = engine.add(SilentUnit())
         let synth = OscillatorSynth()
-        let synthIndex = engine.add(synth)
-        engine.routeAll(to: home)
-        engine.routeBank(msb: OscillatorSynth.spinetPresetBank, to: synthIndex)
-        let queue = engine.addInput()
-        engine.prepare(sampleRate: 48_000, maxFrames: 256)
+        let (engine, queue) = EngineHarness.make([SilentUnit(), synth]) { engine, units in
+            engine.routeAll(to: units[0])
+            engine.routeBank(msb: OscillatorSynth.spinetPresetBank, to: units[1])
+        }
         queue.push(EngineEvent(frame: 0, .noteOn(channel: 2, key: 57, velocity: 100)))          // to the silent unit
         queue.push(EngineEvent(frame: 4_800, .controlChange(channel: 2, controller: 0, value: OscillatorSynth.spinetPresetBank)))
         queue.push(EngineEvent(frame: 4_800, .programChange(channel: 2, program: 9)))           // "saw"

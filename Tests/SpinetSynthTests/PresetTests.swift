@@ -3,6 +3,7 @@ import Testing
 import SpinetMIDI
 @testable import SpinetSynth
 import SpinetSupport
+import SpinetTestSupport
 
 @Suite("Presets: factory bank, lookup, JSON files")
 struct PresetTests {

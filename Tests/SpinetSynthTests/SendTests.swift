@@ -4,6 +4,7 @@ import SpinetEngine
 import SpinetMIDI
 import SpinetTestSupport
 @testable import SpinetSynth
+import SpinetTestTraits
 
 /// Planar output of a render with effect sends.
 struct RenderedWithSends {
@@ -188,7 +189,7 @@ struct SendTests {
     /// changes, pan and stolen voices.
     @Test func dryRenderIsTheSameWithOrWithoutSends() throws {
         var events: [(frame: Int, message: MIDIMessage)] = []
-        var rng = SplitMix(seed: 7)
+        var rng = SplitMix64(seed: 7)
         for i in 0..<300 {
             let at = Int(rng.next() % 24_000)
             let channel = UInt8(rng.next() % 6)
@@ -240,7 +241,7 @@ struct SendTests {
     /// The sends path allocates nothing and takes no lock: a busy second
     /// (with send changes) rendered through `render(_:frames:)`, after a
     /// warm-up second.
-    @Test func renderWithSendsAllocatesNothingAndTakesNoLock() throws {
+    @Test(.realtimeProbe) func renderWithSendsAllocatesNothingAndTakesNoLock() throws {
         try #require(RealtimeProbe.isActive, "the allocation/lock probe is not active: this test cannot prove anything")
         let synth = OscillatorSynth(polyphony: 24, mpe: .lower)
         synth.prepare(sampleRate: 48_000, maxFrames: 256, channels: 16)
@@ -305,10 +306,7 @@ struct SendEngineTests {
         for send: UInt8 in [127, 0] {
             var configuration = Engine.Configuration()
             configuration.reverb = .hall
-            let engine = Engine(configuration: configuration)
-            engine.routeAll(to: engine.add(OscillatorSynth(presets: bank)))
-            let queue = engine.addInput()
-            engine.prepare(sampleRate: 48_000, maxFrames: 256)
+            let (engine, queue) = EngineHarness.make(OscillatorSynth(presets: bank), configuration: configuration)
             queue.push(EngineEvent(frame: 0, controlChange(0, MIDIController.reverbSend, send)))
             queue.push(EngineEvent(frame: 0, .noteOn(channel: 0, key: 60, velocity: 110)))
             queue.push(EngineEvent(frame: 9_600, .noteOff(channel: 0, key: 60, velocity: 0)))

@@ -1,6 +1,7 @@
 import Testing
 import SpinetMIDI
 @testable import SpinetSynth
+import SpinetTestSupport
 
 @Suite struct SmokeTests {
     @Test func aNoteSounds() throws {

@@ -2,14 +2,6 @@ import SpinetEngine
 import SpinetMIDI
 @testable import SpinetSynth
 
-/// Planar output of a render.
-struct Rendered {
-    var left: [Float]
-    var right: [Float]
-    /// left + right (for measurements that do not care about pan).
-    var mono: [Float] { zip(left, right).map { $0 + $1 } }
-}
-
 /// A factory preset with changes, for building test banks.
 func preset(_ name: String, program: Int = 0, _ change: (inout Preset) -> Void = { _ in }) -> Preset {
     guard var p = PresetBank.factory.preset(named: name) else { fatalError("no factory preset \(name)") }
@@ -74,3 +66,4 @@ func magnitude(_ spectrum: [Double], at hz: Double, sampleRate: Double, width: I
 func decibels(_ ratio: Double) -> Double { 20 * log10(max(ratio, 1e-30)) }
 
 import Foundation
+import SpinetTestSupport

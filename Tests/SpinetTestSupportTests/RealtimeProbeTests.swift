@@ -6,6 +6,7 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+import SpinetTestTraits
 #endif
 
 /// A sink the optimizer cannot see through, so work inside a probe is kept
@@ -15,7 +16,7 @@ import Glibc
 final class Instance { var value = 0 }
 
 #if os(Linux)
-@Suite("RealtimeProbe: allocations and locks")
+@Suite("RealtimeProbe: allocations and locks", .realtimeProbe)
 struct RealtimeProbeCountingTests {
     @Test func interpositionIsInEffect() {
         #expect(RealtimeProbe.allocationsAreCounted)
@@ -244,7 +245,7 @@ final class Flag: Sendable {
     let value = Atomic<Bool>(false)
 }
 
-@Suite("RealtimeProbe: system-call trap", .enabled(if: RealtimeProbe.syscallTrapIsAvailable,
+@Suite("RealtimeProbe: system-call trap", .realtimeProbe, .enabled(if: RealtimeProbe.syscallTrapIsAvailable,
                                                   "seccomp is not usable here"))
 struct RealtimeProbeSyscallTests {
     @Test func arithmeticMakesNoSystemCall() throws {

@@ -2,19 +2,6 @@ import Foundation
 import SpinetTestSupport
 import Testing
 
-/// Deterministic pseudo-random numbers (SplitMix64), so failures reproduce.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// amplitude·cos(2π·frequency·i/sampleRate + phase), computed in Double.
 func cosine(_ frequency: Double, sampleRate: Double, count: Int, amplitude: Double = 1, phase: Double = 0) -> [Float] {
     (0..<count).map { i in
@@ -200,7 +187,7 @@ struct SpectrumTests {
     }
 
     @Test func agreesWithAPlainDFT() {
-        var generator = SeededGenerator(seed: 7)
+        var generator = SplitMix64(seed: 7)
         let n = 128
         let x: [Float] = (0..<n).map { _ in Float.random(in: -1...1, using: &generator) }
         let spectrum = SignalAnalysis.magnitudeSpectrum(x[...], windowed: false)
@@ -224,7 +211,7 @@ struct PitchTests {
 
     @Test(arguments: rates, frequencies)
     func pureSineOfOneSecondIsWithinAHundredthOfACent(sampleRate: Double, frequency: Double) {
-        var generator = SeededGenerator(seed: UInt64(sampleRate) &* 31 &+ UInt64(frequency * 1000))
+        var generator = SplitMix64(seed: UInt64(sampleRate) &* 31 &+ UInt64(frequency * 1000))
         let phase = Double.random(in: 0..<(2 * Double.pi), using: &generator)
         let x = cosine(frequency, sampleRate: sampleRate, count: Int(sampleRate), amplitude: 0.5, phase: phase)
         let estimate = SignalAnalysis.fundamentalFrequency(x[...], sampleRate: sampleRate)
@@ -257,7 +244,7 @@ struct PitchTests {
         let harmonics = Int(20000 / frequency)
         var x = harmonicTone(frequency, sampleRate: sampleRate, count: 48000,
                              amplitudes: (1...harmonics).map { 0.3 / Double($0) })
-        var generator = SeededGenerator(seed: 42)
+        var generator = SplitMix64(seed: 42)
         for i in x.indices { x[i] += 0.1 + Float.random(in: -0.003...0.003, using: &generator) }
         let estimate = SignalAnalysis.fundamentalFrequency(x[...], sampleRate: sampleRate)
         #expect(abs(SignalAnalysis.cents(estimate, relativeTo: frequency)) < 0.05, "\(estimate)")

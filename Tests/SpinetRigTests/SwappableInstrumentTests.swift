@@ -4,9 +4,10 @@ import SpinetMIDI
 import SpinetTestSupport
 import Synchronization
 import Testing
-@testable import SpinetALSA
 import SpinetHost
 import SpinetRig
+@testable import SpinetALSA
+import SpinetTestTraits
 
 final class ThreadLog: Sendable {
     let threads = Mutex<[UInt]>([])
@@ -159,7 +160,7 @@ final class SwappableInstrumentTests {
 /// kernel for nothing (the render thread's rule).
 @Suite("ALSA render path: real-time safety")
 struct RealtimeSafetyTests {
-    @Test(.enabled(if: RealtimeProbe.isActive, "the allocation probe is not active in this process"))
+    @Test(.realtimeProbe, .enabled(if: RealtimeProbe.isActive, "the allocation probe is not active in this process"))
     func renderPathPiecesAreRealtimeSafe() {
         let ring = RecordRing(capacity: 4096)
         let timeline = AudioTimeline()

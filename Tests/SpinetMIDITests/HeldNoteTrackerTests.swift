@@ -1,14 +1,17 @@
 import SpinetMIDI
 import Testing
-@testable import SpinetALSA
+
+/// A MIDI source as the live inputs name one (an ALSA sequencer address, say).
+struct Source: Hashable, Sendable { var client: Int; var port: Int }
+typealias HeldNotes = HeldNoteTracker<Source>
 
 /// The bookkeeping behind "a source that goes away leaves no stuck notes".
 @Suite("HeldNotes")
 struct HeldNotesTests {
-    let keyboard = SequencerAddress(client: 20, port: 0)
-    let daw = SequencerAddress(client: 129, port: 0)
+    let keyboard = Source(client: 20, port: 0)
+    let daw = Source(client: 129, port: 0)
 
-    private func release(_ h: inout HeldNotes, _ s: SequencerAddress, channels: Range<Int>? = nil) -> [MIDIMessage] {
+    private func release(_ h: inout HeldNotes, _ s: Source, channels: Range<Int>? = nil) -> [MIDIMessage] {
         var out: [MIDIMessage] = []
         h.release(s, channels: channels) { out.append($0) }
         return out
@@ -68,12 +71,12 @@ struct HeldNotesTests {
 
     @Test func releaseEveryPortOfAClient() {
         var h = HeldNotes(channels: 16)
-        let second = SequencerAddress(client: 20, port: 1)
+        let second = Source(client: 20, port: 1)
         h.observe(.noteOn(channel: 0, key: 60, velocity: 90), from: keyboard)
         h.observe(.noteOn(channel: 0, key: 72, velocity: 90), from: second)
         h.observe(.noteOn(channel: 0, key: 48, velocity: 90), from: daw)
         var out: [MIDIMessage] = []
-        h.release(client: 20) { out.append($0) }
+        _ = h.release(where: { $0.client == 20 }) { out.append($0) }
         #expect(Set(out) == [.noteOff(channel: 0, key: 60, velocity: 0), .noteOff(channel: 0, key: 72, velocity: 0)])
         #expect(h.heldCount(daw) == 1)
     }
@@ -90,13 +93,13 @@ struct HeldNotesTests {
 
     @Test func fullTableReusesIdleSourcesAndCountsTheRest() {
         var h = HeldNotes(channels: 16, sources: 2)
-        h.observe(.noteOn(channel: 0, key: 60, velocity: 90), from: SequencerAddress(client: 20, port: 0))
-        h.observe(.noteOn(channel: 0, key: 61, velocity: 90), from: SequencerAddress(client: 21, port: 0))
-        h.observe(.noteOn(channel: 0, key: 62, velocity: 90), from: SequencerAddress(client: 22, port: 0))
+        h.observe(.noteOn(channel: 0, key: 60, velocity: 90), from: Source(client: 20, port: 0))
+        h.observe(.noteOn(channel: 0, key: 61, velocity: 90), from: Source(client: 21, port: 0))
+        h.observe(.noteOn(channel: 0, key: 62, velocity: 90), from: Source(client: 22, port: 0))
         #expect(h.untracked == 1)
-        h.observe(.noteOff(channel: 0, key: 61, velocity: 0), from: SequencerAddress(client: 21, port: 0))
-        h.observe(.noteOn(channel: 0, key: 63, velocity: 90), from: SequencerAddress(client: 23, port: 0))
-        #expect(h.heldCount(SequencerAddress(client: 23, port: 0)) == 1)
+        h.observe(.noteOff(channel: 0, key: 61, velocity: 0), from: Source(client: 21, port: 0))
+        h.observe(.noteOn(channel: 0, key: 63, velocity: 90), from: Source(client: 23, port: 0))
+        #expect(h.heldCount(Source(client: 23, port: 0)) == 1)
         #expect(h.untracked == 1)
     }
 }

@@ -1,15 +1,17 @@
 import Testing
-@testable import SpinetALSA
 import SpinetMIDI
+
+/// (`Source`: see HeldNoteTrackerTests.swift.)
+typealias SysExAssembler = SysExReassembler<Source>
 
 /// SysEx split by ALSA into pieces (as a raw MIDI port delivers it), put
 /// back together per source, with a size bound.
 @Suite("SysExAssembler")
 struct SysExAssemblerTests {
-    let keyboard = SequencerAddress(client: 20, port: 0)
-    let other = SequencerAddress(client: 24, port: 0)
+    let keyboard = Source(client: 20, port: 0)
+    let other = Source(client: 24, port: 0)
 
-    private func feed(_ a: inout SysExAssembler, _ bytes: [UInt8], from s: SequencerAddress,
+    private func feed(_ a: inout SysExAssembler, _ bytes: [UInt8], from s: Source,
                       into out: inout [[UInt8]]) -> SysExAssembler.Outcome {
         var got: [[UInt8]] = []
         let r = bytes.withUnsafeBufferPointer { b in a.add(b, from: s) { got.append(Array($0)) } }
@@ -148,7 +150,7 @@ struct SysExAssemblerTests {
         var a = SysExAssembler(maxBytes: 16, sources: 2)
         defer { a.deallocate() }
         var out: [[UInt8]] = []
-        let third = SequencerAddress(client: 30, port: 0)
+        let third = Source(client: 30, port: 0)
         _ = feed(&a, [0xF0, 1], from: keyboard, into: &out)
         _ = feed(&a, [0xF0, 2], from: other, into: &out)
         _ = feed(&a, [0xF0, 3], from: third, into: &out)

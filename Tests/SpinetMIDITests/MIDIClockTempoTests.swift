@@ -1,5 +1,5 @@
+import SpinetTestSupport
 import Testing
-@testable import SpinetALSA
 import SpinetMIDI
 
 /// The tempo of a MIDI clock (24 ticks per quarter note), which the live
@@ -37,11 +37,8 @@ struct MIDIClockTempoTests {
     /// tempo every tick, each within 0.5% of the true tempo.
     @Test func arrivalJitterIsAveragedOverTheBeat() {
         var clock = MIDIClockTempo()
-        var state: UInt64 = 0x2545_F491_4F6C_DD1D   // a fixed sequence: the test is repeatable
-        let jitter = (0..<(16 * 24)).map { _ -> Int64 in
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return Int64(state >> 33) % 2_000_001 - 1_000_000
-        }
+        var rng = SplitMix64(seed: 0x2545_F491_4F6C_DD1D)   // a fixed sequence: the test is repeatable
+        let jitter = (0..<(16 * 24)).map { _ in Int64(rng.next() % 2_000_001) - 1_000_000 }
         let (reports, _) = feed(&clock, bpm: 140, beats: 16) { jitter[$0] }
         #expect(reports.count >= 1)
         #expect(reports.count <= 2, "\(reports)")

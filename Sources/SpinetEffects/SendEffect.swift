@@ -1,0 +1,29 @@
+/// A shared effect fed by the channels' sends (reverb, chorus, delay): it
+/// takes a stereo send input and adds its 100 %-wet stereo return to an
+/// output. The input and output are given per call, so one instance can
+/// process any bus (the engine's summed sends, or one stem's).
+public protocol SendEffect {
+    /// Render thread only. Adds the return of `frames` frames of input to
+    /// the outputs. Any frame count, including 0. Allocates nothing, takes
+    /// no lock, makes no system call.
+    mutating func process(inputLeft: UnsafePointer<Float>, inputRight: UnsafePointer<Float>,
+                          outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
+                          frames: Int)
+    /// How long the return goes on after the input stops, in seconds.
+    var tailSeconds: Double { get }
+    /// Render thread only. The tempo note-value times follow; effects with
+    /// none ignore it (the default).
+    mutating func setTempo(bpm: Double)
+    /// Render thread only. Silences the effect at once.
+    mutating func reset()
+    /// Frees the effect's buffers. Call once, off the render thread.
+    mutating func deallocate()
+}
+
+extension SendEffect {
+    public mutating func setTempo(bpm: Double) {}
+}
+
+extension Reverb: SendEffect {}
+extension Chorus: SendEffect {}
+extension Delay: SendEffect {}

@@ -1,0 +1,93 @@
+/// Offline overlapped rendering: the units of one block render while the
+/// block before is finished (mixed, its effects and master bus run), on the
+/// offline worker threads when there are any (`UnitWorkers`).
+///
+/// A class, so that the finishing step and the side task, which may run on
+/// two threads at once, each write their own property (fields of one
+/// struct property would be one access).
+final class OverlapState {
+    /// The buffer set the next call's units render into.
+    var set = 0
+    /// Frames of the block rendered and waiting to be finished (0: none).
+    var pendingFrames = 0
+    /// The finishing work of the current round: whether one is due, its
+    /// block's frames and set, and where it writes.
+    var postPending = false
+    var postFrames = 0
+    var postSet = 0
+    var postLeft: UnsafeMutablePointer<Float>?
+    var postRight: UnsafeMutablePointer<Float>?
+    /// The caller's work to run beside this round's units (see `renderOverlapped`).
+    var sideTask: (() -> Void)?
+    /// Whether the current round's first extra task is the finishing step
+    /// (fixed before the round starts; the tasks themselves clear `postPending`).
+    var roundHasFinish = false
+}
+
+extension Engine {
+    /// Offline only: renders the units over the next `frames` frames (at
+    /// most `maxFrames`) while it finishes the block of the previous call
+    /// (mix, effects, master gain, limiter) into `left` and `right`, on the
+    /// offline worker threads when there are any. Returns how many frames it
+    /// wrote: the previous call's `frames` (0 on the first call). After the
+    /// last call, `finishOverlapped` writes the last block.
+    ///
+    /// The output is the same as `render`'s, one call later, and the same on
+    /// any number of threads: each unit and the finishing step do the same
+    /// work whichever thread runs them. A live render thread must use
+    /// `render` (this waits for the workers).
+    ///
+    /// `alongside`, when given, runs once during the call as one more task
+    /// of the round, on whichever thread is free (the caller's own work on
+    /// an earlier block's output, such as writing it to a file). It must not
+    /// touch the engine, nor `left`/`right`. Pass the same closure each call
+    /// (creating one per call would allocate).
+    public func renderOverlapped(frames: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
+                                 alongside: (() -> Void)? = nil) -> Int {
+        precondition(frames >= 0 && frames <= maxFrames, "renderOverlapped renders at most maxFrames frames")
+        let produced = overlap.pendingFrames
+        if produced > 0 {
+            overlap.postPending = true
+            overlap.postFrames = produced
+            overlap.postSet = 1 - overlap.set
+            overlap.postLeft = left
+            overlap.postRight = right
+        }
+        overlap.sideTask = alongside
+        renderUnits(frames: frames, set: overlap.set)
+        if overlap.postPending { finishPending() }      // no workers, or no unit round ran it
+        runSideTask()
+        overlap.pendingFrames = frames
+        overlap.set = 1 - overlap.set
+        return produced
+    }
+
+    /// Offline only: finishes the block the last `renderOverlapped` left
+    /// pending into `left` and `right`; returns its frame count (0 if none).
+    public func finishOverlapped(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>) -> Int {
+        let produced = overlap.pendingFrames
+        if produced > 0 { finish(frames: produced, set: 1 - overlap.set, left: left, right: right) }
+        overlap.pendingFrames = 0
+        return produced
+    }
+
+    /// The finishing step `renderOverlapped` scheduled (any one thread).
+    func finishPending() {
+        guard overlap.postPending else { return }
+        overlap.postPending = false
+        finish(frames: overlap.postFrames, set: overlap.postSet, left: overlap.postLeft!, right: overlap.postRight!)
+    }
+
+    /// The caller's side task of this call, once (any one thread).
+    func runSideTask() {
+        guard let task = overlap.sideTask else { return }
+        overlap.sideTask = nil
+        task()
+    }
+
+    /// Extra task `index` of a worker round: the finishing step first (when
+    /// the round has one), then the side task.
+    func runExtraTask(_ index: Int) {
+        if overlap.roundHasFinish && index == 0 { finishPending() } else { runSideTask() }
+    }
+}

@@ -1,0 +1,153 @@
+import Glibc
+import Synchronization
+import SpinetEffects
+import SpinetMIDI
+
+/// The engine's last stage: the master gain (the configured gain times the
+/// master volume SysEx, smoothed), a requested fade-out, the optional master
+/// EQ and the limiter.
+///
+/// The gain is a per-frame ramp, filled while a block's units render (a
+/// master volume SysEx changes it at its frame) and applied when that block
+/// is finished; the engine keeps one ramp per buffer set, because its
+/// overlapped rendering fills one block's ramp while it finishes the block
+/// before (`set` is 0 or 1).
+///
+/// Threads: `init` and `prepare` off the render thread; `requestFadeOut`
+/// and `isFadedOut` from any thread; the rest on the render thread (or
+/// before rendering starts).
+public final class MasterBus: @unchecked Sendable {
+    public let ceilingDBFS: Double
+    public let equalizerParameters: Equalizer.Parameters?
+    public private(set) var sampleRate: Double = 0
+    public private(set) var maxFrames: Int = 0
+    private var masterGain: Float = 1        // from --gain
+    private var masterVolume: Float = 1      // from the master volume SysEx
+    private var currentGain: Float = 1       // smoothed product
+    private var gainTarget: Float = 1        // what the ramp being filled approaches
+    private var gainCoefficient: Float = 0.001
+    /// Per set (`maxFrames` each): the smoothed master gain for each frame of its block.
+    private var gainRamps = FixedBuffer<Float>(repeating: 1, count: 0)
+    /// The set whose ramp is being filled, and how far.
+    private var rampSet = 0
+    private var rampFilled = 0
+    private var fadePosition: Float = 1      // 1 = not fading, 0 = faded out
+    private var fadeStep: Float = 0
+    private let fadeRequest = Atomic<Int>(0)   // frames of a requested fade-out; 0 = none
+    private let fadeGainAtomic = Atomic<Int>(1)
+    private var limiter: Limiter?
+    private var equalizer: Equalizer?
+
+    /// - Parameters:
+    ///   - gainDB: the master gain before the limiter.
+    ///   - ceilingDBFS: the limiter's ceiling.
+    ///   - equalizer: the master EQ (nil, or flat settings: none).
+    public init(gainDB: Double = 0, ceilingDBFS: Double = -1, equalizer: Equalizer.Parameters? = nil) {
+        self.ceilingDBFS = ceilingDBFS
+        self.equalizerParameters = equalizer
+        masterGain = Float(pow(10, gainDB / 20))
+        currentGain = masterGain
+    }
+
+    deinit {
+        limiter?.deallocate()
+    }
+
+    /// Allocates the ramps, the limiter and the EQ. Not on the render thread; once.
+    public func prepare(sampleRate: Double, maxFrames: Int) {
+        precondition(self.maxFrames == 0, "prepare once")
+        precondition(maxFrames > 0)
+        self.sampleRate = sampleRate
+        self.maxFrames = maxFrames
+        gainRamps = FixedBuffer(repeating: 1, count: 2 * maxFrames)
+        // about 5 ms to settle to a new gain: smooth, yet no audible lag
+        gainCoefficient = Float(1 - exp(-1 / (0.005 * sampleRate / 3)))
+        limiter = Limiter(sampleRate: sampleRate, ceilingDBFS: ceilingDBFS)
+        if let p = equalizerParameters, !p.isFlat { equalizer = Equalizer(sampleRate: sampleRate, parameters: p.clamped) }
+    }
+
+    /// Frames of delay the bus adds (the limiter's look-ahead).
+    public var latencyFrames: Int { limiter?.lookahead ?? 0 }
+
+    /// Sets the master gain in dB (render thread, or before rendering
+    /// starts); the ramp moves to it from the next block on.
+    public func setGain(dB: Double) {
+        masterGain = Float(pow(10, dB / 20))
+    }
+
+    /// Asks the render thread to fade the output to silence over `frames`
+    /// frames (and stay silent). Any thread.
+    public func requestFadeOut(frames: Int) {
+        fadeRequest.store(max(frames, 1), ordering: .releasing)
+    }
+
+    /// True once a requested fade-out has reached silence. Any thread.
+    public var isFadedOut: Bool { fadeGainAtomic.load(ordering: .acquiring) == 0 }
+
+    // MARK: the gain ramp (render thread, while a block's units render)
+
+    /// Starts filling the ramp of buffer set `set` for a new block.
+    public func beginBlock(set: Int) {
+        rampSet = set
+        rampFilled = 0
+        gainTarget = masterGain * masterVolume
+    }
+
+    /// Extends the ramp up to (not including) block frame `to`.
+    public func fillGainRamp(to: Int) {
+        let from = rampFilled
+        guard to > from else { return }
+        rampFilled = to
+        let gainRamp = gainRamps.pointer + rampSet * maxFrames
+        let target = gainTarget
+        var g = currentGain
+        if g == target {
+            for i in from..<to { gainRamp[i] = g }
+            return
+        }
+        for i in from..<to {
+            g += (target - g) * gainCoefficient
+            if abs(target - g) < 1e-6 { g = target }
+            gainRamp[i] = g
+        }
+        currentGain = g
+    }
+
+    /// Sets the master volume (linear) from block frame `frame` on.
+    public func setMasterVolume(_ volume: Float, atFrame frame: Int) {
+        fillGainRamp(to: frame)
+        masterVolume = volume
+        gainTarget = masterGain * masterVolume
+    }
+
+    /// Applies a master volume SysEx (or a reset, which sets it back to
+    /// full) at block frame `frame`; ignores any other message.
+    public func receiveSysEx(_ message: UnsafeBufferPointer<UInt8>, atFrame frame: Int) {
+        if let v = SysExKind(message)?.masterVolumeGain { setMasterVolume(v, atFrame: frame) }
+    }
+
+    // MARK: processing (render thread)
+
+    /// Applies buffer set `set`'s gain ramp (and any fade), the EQ and the
+    /// limiter to `frames` frames of `left`/`right`, in place.
+    public func process(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int, set: Int) {
+        let gainRamp = gainRamps.pointer + set * maxFrames
+        let requestedFade = fadeRequest.exchange(0, ordering: .acquiring)
+        if requestedFade > 0 { fadeStep = fadePosition / Float(requestedFade) }
+        for i in 0..<frames {
+            var g = gainRamp[i]
+            if fadeStep > 0 {
+                // Smoothstep, not a straight line: the gain leaves 1 and
+                // arrives at 0 with zero slope (no corner to hear), and the
+                // last tenth of the fade is 31 dB down or more.
+                fadePosition = max(0, fadePosition - fadeStep)
+                g *= fadePosition * fadePosition * (3 - 2 * fadePosition)
+            }
+            left[i] *= g
+            right[i] *= g
+        }
+        if fadeStep > 0 && fadePosition == 0 { fadeGainAtomic.store(0, ordering: .releasing) }
+        if equalizer != nil { equalizer!.process(left: left, right: right, frames: frames) }
+        limiter!.process(left: left, right: right, frames: frames)
+    }
+}

@@ -1,0 +1,310 @@
+import SpinetEffects
+import SpinetMIDI
+
+/// The three stereo sends the shared effects take (reverb, chorus, delay),
+/// as planar buffers at one block's first frame.
+public struct SendBus {
+    public var reverbLeft: UnsafeMutablePointer<Float>
+    public var reverbRight: UnsafeMutablePointer<Float>
+    public var chorusLeft: UnsafeMutablePointer<Float>
+    public var chorusRight: UnsafeMutablePointer<Float>
+    public var delayLeft: UnsafeMutablePointer<Float>
+    public var delayRight: UnsafeMutablePointer<Float>
+
+    /// Six consecutive planar buffers of `stride` frames from `base`:
+    /// reverb left and right, then chorus, then delay.
+    public init(planar base: UnsafeMutablePointer<Float>, stride: Int) {
+        reverbLeft = base; reverbRight = base + stride
+        chorusLeft = base + 2 * stride; chorusRight = base + 3 * stride
+        delayLeft = base + 4 * stride; delayRight = base + 5 * stride
+    }
+
+    /// A unit output's sends.
+    public init(_ output: UnitOutput) {
+        reverbLeft = output.reverbLeft; reverbRight = output.reverbRight
+        chorusLeft = output.chorusLeft; chorusRight = output.chorusRight
+        delayLeft = output.delayLeft; delayRight = output.delayRight
+    }
+}
+
+/// One send effect and its idle tracking: an effect whose input has been
+/// silent for longer than its tail is skipped (its output would be silence).
+struct SendSlot<Effect: SendEffect> {
+    var effect: Effect
+    /// Silent input frames in a row (saturating).
+    var idle = Int.max
+    /// The tail in frames, plus one block.
+    var tailFrames: Int
+
+    init(_ effect: Effect, tailFrames: Int) {
+        self.effect = effect
+        self.tailFrames = tailFrames
+    }
+
+    @inline(__always)
+    mutating func process(_ inputLeft: UnsafeMutablePointer<Float>, _ inputRight: UnsafeMutablePointer<Float>,
+                          _ outputLeft: UnsafeMutablePointer<Float>, _ outputRight: UnsafeMutablePointer<Float>, frames: Int) {
+        if SendEffects.stillRinging(&idle, inputLeft, inputRight, frames, tail: tailFrames) {
+            effect.process(inputLeft: inputLeft, inputRight: inputRight, outputLeft: outputLeft, outputRight: outputRight, frames: frames)
+        }
+    }
+}
+
+/// The shared send effects (reverb, chorus, delay), their input bus, the
+/// skipping of idle effects, and the reverb and chorus types GS and GM2
+/// SysEx select.
+///
+/// `process(_:outputLeft:outputRight:frames:)` takes any send input, so a
+/// caller with several mixes (stems) can give each its own `SendEffects`
+/// and feed it that mix's sends. The engine sums its units' sends into
+/// `bus` (`accumulate`) and processes that.
+///
+/// Threads: `init` and `deinit` off the render thread (they allocate and
+/// free); everything else on the render thread, or while none renders.
+public final class SendEffects {
+    public let sampleRate: Double
+    public let maxFrames: Int
+    /// The presets the effects were created with (a reset SysEx returns to them).
+    public let configuredReverb: Reverb.Parameters?
+    public let configuredChorus: Chorus.Parameters?
+    private var reverb: SendSlot<Reverb>?
+    private var chorus: SendSlot<Chorus>?
+    private var delay: SendSlot<Delay>?
+    private let busBuffer: FixedBuffer<Float>
+    /// The summed sends this object's owner feeds (`maxFrames` each).
+    public let bus: SendBus
+    /// The reverbs and choruses the GS and GM2 type numbers select (nil: that number selects none).
+    private let gsReverbs: [Reverb.Parameters?]
+    private let gm2Reverbs: [Reverb.Parameters?]
+    private let gsChoruses: [Chorus.Parameters?]
+    private let gm2Choruses: [Chorus.Parameters?]
+    /// Per buffer set (see `Engine`): changes a block asked for, made when
+    /// that block is finished: the tempo (0: none), reverb and chorus types.
+    private var tempoForSet: [Double] = [0, 0]
+    private var reverbForSet: [Reverb.Parameters?] = [nil, nil]
+    private var chorusForSet: [Chorus.Parameters?] = [nil, nil]
+
+    /// Creates the effects that have a preset (nil: that effect is off),
+    /// sized for blocks of up to `maxFrames` frames. Allocates.
+    public init(reverb: ReverbPreset?, chorus: ChorusPreset?, delay: DelayPreset?, sampleRate: Double, maxFrames: Int) {
+        self.sampleRate = sampleRate
+        self.maxFrames = maxFrames
+        configuredReverb = reverb?.parameters
+        configuredChorus = chorus?.parameters
+        busBuffer = FixedBuffer(repeating: 0, count: 6 * maxFrames)
+        bus = SendBus(planar: busBuffer.pointer, stride: maxFrames)
+        gsReverbs = (0..<128).map { ReverbPreset(gsType: $0)?.parameters }
+        gm2Reverbs = (0..<128).map { ReverbPreset(gm2Type: $0)?.parameters }
+        gsChoruses = (0..<128).map { ChorusPreset(gsType: $0)?.parameters }
+        gm2Choruses = (0..<128).map { ChorusPreset(gm2Type: $0)?.parameters }
+        if let preset = reverb { self.reverb = SendSlot(Reverb(sampleRate: sampleRate, parameters: preset.parameters), tailFrames: 0) }
+        if let preset = chorus { self.chorus = SendSlot(Chorus(sampleRate: sampleRate, parameters: preset.parameters), tailFrames: 0) }
+        if let preset = delay { self.delay = SendSlot(Delay(sampleRate: sampleRate, parameters: preset.parameters), tailFrames: 0) }
+        // The first use of a code path can instantiate runtime metadata (an
+        // allocation): take the type-SysEx path once here, not on the render thread.
+        let gsHall: [UInt8] = [0xF0, 0x41, 0x10, 0x42, 0x12, 0x40, 0x01, 0x30, 0x04, 0x0B, 0xF7]
+        gsHall.withUnsafeBufferPointer { if let r = EffectTypeSysEx($0) { request(r, forSet: 0) } }
+        reverbForSet[0] = nil
+        chorusForSet[0] = nil
+        warmUp()
+        if self.reverb != nil { self.reverb!.tailFrames = Self.tailFrames(self.reverb!.effect, sampleRate, maxFrames) }
+        if self.chorus != nil { self.chorus!.tailFrames = Self.tailFrames(self.chorus!.effect, sampleRate, maxFrames) }
+        if self.delay != nil { self.delay!.tailFrames = Self.tailFrames(self.delay!.effect, sampleRate, maxFrames) }
+    }
+
+    deinit {
+        reverb?.effect.deallocate()
+        chorus?.effect.deallocate()
+        delay?.effect.deallocate()
+    }
+
+    static func tailFrames(_ effect: some SendEffect, _ sampleRate: Double, _ maxFrames: Int) -> Int {
+        Int(effect.tailSeconds * sampleRate) + maxFrames
+    }
+
+    /// Runs each effect once on an impulse, then clears it: the first run of
+    /// a code path can instantiate runtime metadata (allocations and the
+    /// runtime's locks), which belongs here, not on the render thread.
+    private func warmUp() {
+        let n = maxFrames
+        let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 4 * n)
+        defer { buffers.deallocate() }
+        buffers.initialize(repeating: 0, count: 4 * n)
+        buffers[0] = 0.5
+        buffers[n] = 0.5
+        for _ in 0..<4 {
+            if reverb != nil { reverb!.effect.process(inputLeft: buffers, inputRight: buffers + n, outputLeft: buffers + 2 * n, outputRight: buffers + 3 * n, frames: n) }
+            if chorus != nil { chorus!.effect.process(inputLeft: buffers, inputRight: buffers + n, outputLeft: buffers + 2 * n, outputRight: buffers + 3 * n, frames: n) }
+            if delay != nil { delay!.effect.process(inputLeft: buffers, inputRight: buffers + n, outputLeft: buffers + 2 * n, outputRight: buffers + 3 * n, frames: n) }
+        }
+        reverb?.effect.reset()
+        chorus?.effect.reset()
+        delay?.effect.reset()
+    }
+
+    /// True when no effect is on (there is nothing to feed).
+    public var isEmpty: Bool { reverb == nil && chorus == nil && delay == nil }
+
+    /// Longest time the effects ring after their input stops, in seconds.
+    public var tailSeconds: Double {
+        max(reverb?.effect.tailSeconds ?? 0, chorus?.effect.tailSeconds ?? 0, delay?.effect.tailSeconds ?? 0)
+    }
+
+    /// The reverb and chorus currently in effect (nil: that effect is off).
+    public var reverbParameters: Reverb.Parameters? { reverb?.effect.parameters }
+    public var chorusParameters: Chorus.Parameters? { chorus?.effect.parameters }
+
+    // MARK: the bus (render thread)
+
+    /// Writes silence to the whole bus.
+    public func clearBus() {
+        busBuffer.pointer.update(repeating: 0, count: 6 * maxFrames)
+    }
+
+    /// Adds a unit's sends to the bus (`first`: writes them instead, for the first unit).
+    @inline(__always)
+    public func accumulate(_ output: UnitOutput, first: Bool, frames: Int) {
+        let b = bus
+        Self.accumulate(output.reverbLeft, into: b.reverbLeft, first: first, frames)
+        Self.accumulate(output.reverbRight, into: b.reverbRight, first: first, frames)
+        Self.accumulate(output.chorusLeft, into: b.chorusLeft, first: first, frames)
+        Self.accumulate(output.chorusRight, into: b.chorusRight, first: first, frames)
+        Self.accumulate(output.delayLeft, into: b.delayLeft, first: first, frames)
+        Self.accumulate(output.delayRight, into: b.delayRight, first: first, frames)
+    }
+
+    // MARK: processing (render thread)
+
+    /// Runs the reverb, chorus and delay (in that order) on `input`'s sends
+    /// and adds their returns to the outputs; an effect whose input has been
+    /// silent for longer than its tail is skipped. `frames` ≤ `maxFrames`.
+    public func process(_ input: SendBus, outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
+                        frames: Int) {
+        if reverb != nil { reverb!.process(input.reverbLeft, input.reverbRight, outputLeft, outputRight, frames: frames) }
+        if chorus != nil { chorus!.process(input.chorusLeft, input.chorusRight, outputLeft, outputRight, frames: frames) }
+        if delay != nil { delay!.process(input.delayLeft, input.delayRight, outputLeft, outputRight, frames: frames) }
+    }
+
+    /// Sets the tempo tempo-synced effects (the delay) follow, now.
+    public func setTempo(bpm: Double) {
+        delay?.effect.setTempo(bpm: bpm)
+    }
+
+    /// Switches the reverb or chorus type as a type SysEx asks, now (see `request`).
+    public func select(_ request: EffectTypeSysEx) {
+        var r: Reverb.Parameters? = nil, c: Chorus.Parameters? = nil
+        switch request {
+        case .reset: r = configuredReverb; c = configuredChorus
+        case .gsReverb(let t): r = gsReverbs[t & 0x7F]
+        case .gm2Reverb(let t): r = gm2Reverbs[t & 0x7F]
+        case .gsChorus(let t): c = gsChoruses[t & 0x7F]
+        case .gm2Chorus(let t): c = gm2Choruses[t & 0x7F]
+        }
+        if let p = r, reverb != nil {
+            reverb!.effect.parameters = p
+            reverb!.tailFrames = Self.tailFrames(reverb!.effect, sampleRate, maxFrames)
+        }
+        if let p = c, chorus != nil {
+            chorus!.effect.parameters = p
+            chorus!.tailFrames = Self.tailFrames(chorus!.effect, sampleRate, maxFrames)
+        }
+    }
+
+    // MARK: changes timed by buffer set (render thread)
+
+    /// Records the tempo a block asked for (0: none), for `applyRequests`.
+    func requestTempo(_ bpm: Double, forSet set: Int) {
+        tempoForSet[set] = bpm
+    }
+
+    /// Records the reverb or chorus a type SysEx selects, for the block in
+    /// buffer set `set`. A reset (GM System On, GS reset) goes back to the
+    /// configured presets. Types that name no reverb or chorus (GS reverb
+    /// types 6 and 7 are echoes) leave the effect as it is.
+    func request(_ request: EffectTypeSysEx, forSet set: Int) {
+        switch request {
+        case .reset:
+            reverbForSet[set] = configuredReverb
+            chorusForSet[set] = configuredChorus
+        case .gsReverb(let t):
+            if let p = gsReverbs[t & 0x7F] { reverbForSet[set] = p }
+        case .gm2Reverb(let t):
+            if let p = gm2Reverbs[t & 0x7F] { reverbForSet[set] = p }
+        case .gsChorus(let t):
+            if let p = gsChoruses[t & 0x7F] { chorusForSet[set] = p }
+        case .gm2Chorus(let t):
+            if let p = gm2Choruses[t & 0x7F] { chorusForSet[set] = p }
+        }
+    }
+
+    /// Makes the changes recorded for buffer set `set` (before its block is processed).
+    func applyRequests(set: Int) {
+        if tempoForSet[set] > 0 {
+            delay?.effect.setTempo(bpm: tempoForSet[set])
+            tempoForSet[set] = 0
+        }
+        if let p = reverbForSet[set] {
+            if reverb != nil {
+                reverb!.effect.parameters = p
+                reverb!.tailFrames = Self.tailFrames(reverb!.effect, sampleRate, maxFrames)
+            }
+            reverbForSet[set] = nil
+        }
+        if let p = chorusForSet[set] {
+            if chorus != nil {
+                chorus!.effect.parameters = p
+                chorus!.tailFrames = Self.tailFrames(chorus!.effect, sampleRate, maxFrames)
+            }
+            chorusForSet[set] = nil
+        }
+    }
+
+    // MARK: helpers
+
+    @inline(__always)
+    static func accumulate(_ source: UnsafeMutablePointer<Float>, into destination: UnsafeMutablePointer<Float>, first: Bool, _ frames: Int) {
+        if first {
+            destination.update(from: source, count: frames)
+        } else {
+            for i in 0..<frames { destination[i] += source[i] }
+        }
+    }
+
+    /// Counts silent input frames; true while the effect may still sound
+    /// (input within the last `tail` frames).
+    @inline(__always)
+    static func stillRinging(_ idle: inout Int, _ l: UnsafeMutablePointer<Float>, _ r: UnsafeMutablePointer<Float>, _ frames: Int, tail: Int) -> Bool {
+        var silent = true
+        for i in 0..<frames where l[i] != 0 || r[i] != 0 { silent = false; break }
+        if silent {
+            if idle < Int.max - frames { idle += frames }
+        } else {
+            idle = 0
+        }
+        return idle < tail
+    }
+}
+
+/// A SysEx message that selects the type of the shared reverb or chorus.
+public enum EffectTypeSysEx: Equatable, Sendable {
+    /// GM System On (F0 7E dd 09 01 F7) or a GS reset: back to the configured presets.
+    case reset
+    /// GS Reverb Macro / Chorus Macro (F0 41 dd 42 12 40 01 30|38 vv cs F7; 0-7),
+    /// with a valid Roland checksum.
+    case gsReverb(Int), gsChorus(Int)
+    /// GM2 Global Parameter Control, type parameter (F0 7F dd 04 05 01 01 01
+    /// 01 01|02 00 vv F7: slot 01 01 reverb, 01 02 chorus).
+    case gm2Reverb(Int), gm2Chorus(Int)
+
+    /// nil for any other message (recognised by `SysExKind`). Allocates nothing.
+    public init?(_ m: UnsafeBufferPointer<UInt8>) {
+        switch SysExKind(m) {
+        case .gmSystemOn, .gsReset(checksumValid: true): self = .reset
+        case .gsReverbMacro(let t): self = .gsReverb(Int(t))
+        case .gsChorusMacro(let t): self = .gsChorus(Int(t))
+        case .gm2ReverbType(let t): self = .gm2Reverb(Int(t))
+        case .gm2ChorusType(let t): self = .gm2Chorus(Int(t))
+        default: return nil
+        }
+    }
+}
