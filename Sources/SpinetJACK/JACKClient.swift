@@ -41,7 +41,8 @@ public final class JACKClient: @unchecked Sendable {
         /// engine render; longer ones are rendered in pieces. Either way a
         /// buffer-size change needs no new engine.
         public var maxFrames = 8192
-        /// Events in flight in the JACK MIDI queue (one cycle's worth).
+        /// The most JACK MIDI events one cycle hands the engine (more are
+        /// dropped and counted).
         public var queueCapacity = 8192
         /// Wait for a server that went away, and open the client again.
         public var reconnect = true
@@ -155,8 +156,9 @@ public final class JACKClient: @unchecked Sendable {
     /// rate with `graph` (when given) and registers the ports. Control thread.
     ///
     /// Without a builder, the host prepares an engine at `sampleRate` for
-    /// `periodFrames` and passes it to `start(engine:)`, and JACK MIDI goes
-    /// into the queue it passes to `attachMIDI`.
+    /// `periodFrames` and passes it to `start(engine:)`. Either way JACK MIDI
+    /// reaches the engine inside the process callback, through
+    /// `Engine.render(frames:left:right:events:)`.
     ///
     /// Throws `JACKError.noServer` when no server runs (none is started).
     public init(_ configuration: Configuration, graph: GraphBuilder?) throws(JACKError) {
@@ -221,8 +223,7 @@ public final class JACKClient: @unchecked Sendable {
 
     /// Starts with an engine the host built and prepared: at `sampleRate`,
     /// for at least one frame a call (larger periods are rendered in
-    /// pieces), with at least `midiPorts` ports of 16 channels. JACK MIDI
-    /// reaches it once `attachMIDI` names one of its input queues. Control
+    /// pieces), with at least `midiPorts` ports of 16 channels. Control
     /// thread; instead of `start()`, for a client made without a builder.
     public func start(engine: Engine) throws(JACKError) {
         precondition(buildGraph == nil && currentGraph.load(ordering: .acquiring) == 0, "start(engine:) is for a client made without a builder")
@@ -231,18 +232,10 @@ public final class JACKClient: @unchecked Sendable {
         guard Int(engine.sampleRate) == sampleRate else {
             throw JACKError("the engine runs at \(Int(engine.sampleRate)) Hz, the JACK server at \(sampleRate) Hz")
         }
-        let graph = JACKGraph(prepared: engine)
+        let graph = JACKGraph(prepared: engine, capacity: configuration.queueCapacity)
         currentGraph.store(UInt(bitPattern: Unmanaged.passRetained(graph).toOpaque()), ordering: .releasing)
         publishedGraph.withLock { $0 = graph }
         try start()
-    }
-
-    /// JACK MIDI goes into `queue` from now on: one of the engine's inputs
-    /// (`Engine.addInput`), pushed to by the process thread alone. For an
-    /// engine given to `start(engine:)`; once. Any thread.
-    public func attachMIDI(queue: EventQueue) {
-        let attached = publishedGraph.withLock { $0?.attach(queue) } ?? false
-        precondition(attached, "attach the MIDI queue once, after start(engine:)")
     }
 
     /// Fades out (when the server runs), then deactivates and closes the
@@ -295,9 +288,12 @@ public final class JACKClient: @unchecked Sendable {
     public var cycles: Int { cycleCount.load(ordering: .relaxed) }
     /// JACK MIDI events received on the MIDI inputs.
     public var midiEventsReceived: Int { midiReceived.load(ordering: .relaxed) }
-    /// MIDI events that arrived while no graph matched the server's rate (a
-    /// rate change in progress), and so were not played.
-    public var eventsNotPlayed: Int { unplayedEvents.load(ordering: .relaxed) }
+    /// MIDI events not played: they arrived while no graph matched the
+    /// server's rate (a rate change in progress), or beyond the most one
+    /// cycle takes (`queueCapacity`).
+    public var eventsNotPlayed: Int {
+        unplayedEvents.load(ordering: .relaxed) + (publishedGraph.withLock { $0?.overflowed.load(ordering: .relaxed) } ?? 0)
+    }
     /// The engine's own latency, reported on the output ports.
     public var latencyFrames: Int { engine?.latencyFrames ?? 0 }
 

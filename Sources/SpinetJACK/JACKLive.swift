@@ -63,7 +63,8 @@ public final class JACKMIDIInput: MIDIInput, @unchecked Sendable {
 
     public func start(queue: EventQueue, timeline: AudioTimeline, timing: LiveTiming, priority: Int32,
                       tempo: @escaping @Sendable (Double) -> Void) throws -> String {
-        client.attachMIDI(queue: queue)
+        // The process callback hands JACK MIDI to the engine inside each
+        // cycle (Engine.render(frames:left:right:events:)): `queue` is not used.
         let ports = client.midiPortNames.map { "\(client.configuration.name):\($0)" }
         let one = ports.count == 1
         return "JACK \(one ? "input" : "inputs") \(ports.joined(separator: ", ")) (connect \(one ? "it" : "them") from a DAW, a keyboard's JACK port or a session manager)"

@@ -148,6 +148,7 @@ extension JACKClient {
                 silence(left, right, frames, dropping: nframes)
                 return
             }
+            graph.beginCycle()
             if releaseRequested.load(ordering: .relaxed) != 0 {
                 graph.release(ports: releaseRequested.exchange(0, ordering: .acquiring))
             }
@@ -179,7 +180,7 @@ extension JACKClient {
                 hooks._withUnsafeGuaranteedRef { $0.cycleStarts(engineFrame: graph.engine.frameTime, frames: frames, nanoseconds: start) }
             }
             observe?(CyclePhase.engineBegin.rawValue)
-            graph.engine.render(frames: frames, left: left, right: right)
+            graph.render(frames: frames, left: left, right: right)
             observe?(CyclePhase.engineEnd.rawValue)
             hookReference?._withUnsafeGuaranteedRef { $0.cycleRendered(left: left, right: right, frames: frames) }
         }

@@ -461,8 +461,8 @@ extension JACKTests.JACKClientLifecycleTests {
 
 extension JACKTests.JACKClientLifecycleTests {
     /// The way the rig's LiveSession drives it: the host builds and prepares
-    /// the engine at the server's rate for its period, starts the client
-    /// with it, and names the engine input JACK MIDI goes into. Notes land
+    /// the engine at the server's rate for its period and starts the client
+    /// with it. Notes land
     /// exactly. A rate change cannot be followed without a builder: silence
     /// and one line, and sound again when the rate is back.
     @Test func anEngineTheHostPreparedPlaysExactly() throws {
@@ -470,11 +470,9 @@ extension JACKTests.JACKClientLifecycleTests {
         try server.start()
         let spinet = try JACKClient(spinetConfiguration(server), graph: nil)
         let engine = try sawGraph()(spinet.sampleRate)
-        let queue = engine.addInput()
         engine.prepare(sampleRate: Double(spinet.sampleRate), maxFrames: spinet.periodFrames)
         try spinet.start(engine: engine)
         defer { spinet.stop() }
-        spinet.attachMIDI(queue: queue)
         let offsets = [0, 1, 37, 63, 64, 100, 127]
         #expect(try onsetDelays(server: server, offsets: offsets, tag: "-1") == offsets.map { _ in 72 })
 
