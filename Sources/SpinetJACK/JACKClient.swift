@@ -43,7 +43,7 @@ public final class JACKClient: @unchecked Sendable {
         public var maxFrames = 8192
         /// The most JACK MIDI events one cycle hands the engine (more are
         /// dropped and counted).
-        public var queueCapacity = 8192
+        public var eventsPerCycle = 8192
         /// Wait for a server that went away, and open the client again.
         public var reconnect = true
         /// Seconds between attempts to reach a server that went away.
@@ -52,8 +52,7 @@ public final class JACKClient: @unchecked Sendable {
     }
 
     /// Builds the graph for a sample rate: an `Engine` with its units and
-    /// routing, **not yet prepared** (the client adds its MIDI queue and
-    /// prepares it). Called on the control thread when the client opens and
+    /// routing, **not yet prepared** (the client prepares it). Called on the control thread when the client opens and
     /// on the supervisor thread when the server comes back at another rate
     /// or changes its rate; never on the process thread. The engine needs
     /// at least `midiPorts` ports of 16 channels.
@@ -232,7 +231,7 @@ public final class JACKClient: @unchecked Sendable {
         guard Int(engine.sampleRate) == sampleRate else {
             throw JACKError("the engine runs at \(Int(engine.sampleRate)) Hz, the JACK server at \(sampleRate) Hz")
         }
-        let graph = JACKGraph(prepared: engine, capacity: configuration.queueCapacity)
+        let graph = JACKGraph(prepared: engine, capacity: configuration.eventsPerCycle)
         currentGraph.store(UInt(bitPattern: Unmanaged.passRetained(graph).toOpaque()), ordering: .releasing)
         publishedGraph.withLock { $0 = graph }
         try start()
@@ -290,7 +289,7 @@ public final class JACKClient: @unchecked Sendable {
     public var midiEventsReceived: Int { midiReceived.load(ordering: .relaxed) }
     /// MIDI events not played: they arrived while no graph matched the
     /// server's rate (a rate change in progress), or beyond the most one
-    /// cycle takes (`queueCapacity`).
+    /// cycle takes (`eventsPerCycle`).
     public var eventsNotPlayed: Int {
         unplayedEvents.load(ordering: .relaxed) + (publishedGraph.withLock { $0?.overflowed.load(ordering: .relaxed) } ?? 0)
     }
@@ -418,7 +417,7 @@ public final class JACKClient: @unchecked Sendable {
             throw JACKError("cannot build the graph at \(rate) Hz: \(error); silent until the rate changes again")
         }
         precondition(engine.configuration.ports >= configuration.midiPorts, "the engine needs a port of 16 channels per JACK MIDI input")
-        return JACKGraph(engine: engine, sampleRate: rate, maxFrames: configuration.maxFrames, queueCapacity: configuration.queueCapacity)
+        return JACKGraph(engine: engine, sampleRate: rate, maxFrames: configuration.maxFrames, eventsPerCycle: configuration.eventsPerCycle)
     }
 
     private func closeClient() {

@@ -34,9 +34,9 @@ final class JACKGraph: @unchecked Sendable {
     /// prepared) for up to `maxFrames` a render call. Larger JACK periods
     /// are fine: `Engine.render` renders them in pieces, so a buffer-size
     /// change needs no new engine.
-    convenience init(engine: Engine, sampleRate: Int, maxFrames: Int, queueCapacity: Int) {
+    convenience init(engine: Engine, sampleRate: Int, maxFrames: Int, eventsPerCycle: Int) {
         engine.prepare(sampleRate: Double(sampleRate), maxFrames: maxFrames)
-        self.init(prepared: engine, capacity: queueCapacity)
+        self.init(prepared: engine, capacity: eventsPerCycle)
     }
 
     /// An engine its host built and prepared at the server's rate.
