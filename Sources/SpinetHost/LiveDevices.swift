@@ -63,6 +63,19 @@ public protocol AudioDevice: AnyObject, Sendable {
     func stop(drain: Bool)
 }
 
+/// A device whose rate can change while it runs (a JACK server, PipeWire's
+/// `clock.force-rate`), where the host follows: it watches `sampleRate`,
+/// builds and prepares a new engine at the new rate off the render thread,
+/// and offers it; the render thread swaps it in at the start of a block
+/// (no allocation, no lock there) and is silent while no engine matches.
+public protocol RateFollowingDevice: AudioDevice {
+    /// The host follows rate changes from now on. Before `start`.
+    func hostWillFollowRate()
+    /// Hands over an engine prepared at `sampleRate` now. False while an
+    /// earlier one waits to be swapped in: try again. Control thread.
+    func offer(engine: Engine) -> Bool
+}
+
 /// Counts a MIDI input keeps, for the status line and the closing summary.
 public struct MIDIInputStatistics: Sendable {
     /// Events received.

@@ -24,7 +24,8 @@ import SpinetHost
 /// The graph — an `Engine` with its units — comes from the host's builder,
 /// called off the process thread at the server's rate (`GraphBuilder`: the
 /// client can then follow a new rate), or is built and prepared by the host
-/// and handed to `start(engine:)` (the rig's `LiveSession` way).
+/// and handed to `start(engine:)` (the rig's `LiveSession` way; the host
+/// then follows a new rate itself, through `offer(engine:)`).
 public final class JACKClient: @unchecked Sendable {
     public struct Configuration: Sendable {
         /// The client name. Keep it stable: sessions save connections by it.
@@ -65,8 +66,9 @@ public final class JACKClient: @unchecked Sendable {
 
     public let configuration: Configuration
     /// Nil when the host builds and prepares the engine itself and hands it
-    /// to `start(engine:)`: then a new server rate cannot be followed (silence
-    /// and a notice until the rate is back).
+    /// to `start(engine:)`: then a new server rate is followed only by a host
+    /// that offers a new engine (`hostFollowsRate`, `offer(engine:)`); else
+    /// silence and a notice until the rate is back.
     private let buildGraph: GraphBuilder?
     /// Test aid: called on the process thread at each `CyclePhase` (to count
     /// allocations and locks there). Nil in use. Set before `start`.
@@ -237,6 +239,33 @@ public final class JACKClient: @unchecked Sendable {
         try start()
     }
 
+    /// Set (before `start(engine:)`) when the host follows rate changes
+    /// itself: it watches `sampleRate` and hands a graph built and prepared
+    /// at the new rate to `offer(engine:)`. The supervisor then says nothing
+    /// about a rate it cannot follow. The process thread stays silent while
+    /// no graph matches the server's rate, as always.
+    public var hostFollowsRate = false
+
+    /// Hands an engine the host built and prepared (off the process thread)
+    /// at the server's new rate to the process thread, which adopts it at the
+    /// start of a cycle; the old one is released on the supervisor thread.
+    /// Returns false while an earlier one waits to be adopted (try again).
+    /// Control thread, after `start(engine:)`, for a client made without a builder.
+    public func offer(engine: Engine) -> Bool {
+        precondition(buildGraph == nil, "offer(engine:) is for a client made without a builder")
+        precondition(engine.maxFrames > 0, "prepare the engine first")
+        precondition(engine.configuration.ports >= configuration.midiPorts, "the engine needs a port of 16 channels per JACK MIDI input")
+        guard pendingGraph.load(ordering: .acquiring) == 0 else { return false }
+        let graph = JACKGraph(prepared: engine, capacity: configuration.eventsPerCycle)
+        let bits = UInt(bitPattern: Unmanaged.passRetained(graph).toOpaque())
+        guard pendingGraph.compareExchange(expected: 0, desired: bits, ordering: .acquiringAndReleasing).exchanged else {
+            Self.release(bits)
+            return false
+        }
+        publishedGraph.withLock { $0 = graph }
+        return true
+    }
+
     /// Fades out (when the server runs), then deactivates and closes the
     /// client and stops the supervisor. Control thread; any number of times.
     public func stop(fadeSeconds: Double = 0.02) {
@@ -374,8 +403,10 @@ public final class JACKClient: @unchecked Sendable {
         serverRate.store(rate, ordering: .releasing)
         serverPeriod.store(Int(jack_get_buffer_size(c)), ordering: .relaxed)
         freewheeling.store(false, ordering: .relaxed)
-        // No process thread runs: a graph still waiting to be adopted is dropped.
-        Self.release(pendingGraph.exchange(0, ordering: .acquiringAndReleasing))
+        // No process thread runs: a graph still waiting to be adopted is
+        // dropped (the builder makes one at the new rate). One the host
+        // offered stays: the host watches the rate and offers again.
+        if buildGraph != nil { Self.release(pendingGraph.exchange(0, ordering: .acquiringAndReleasing)) }
         let current = currentGraph.load(ordering: .acquiring)
         if buildGraph != nil && (current == 0 || Unmanaged<JACKGraph>.fromOpaque(UnsafeRawPointer(bitPattern: current)!).takeUnretainedValue().sampleRate != rate) {
             let graph: JACKGraph
@@ -537,7 +568,8 @@ public final class JACKClient: @unchecked Sendable {
             let rate = serverRate.load(ordering: .acquiring)
             let current = currentGraph.load(ordering: .acquiring)
             let currentRate = current == 0 ? 0 : Unmanaged<JACKGraph>.fromOpaque(UnsafeRawPointer(bitPattern: current)!).takeUnretainedValue().sampleRate
-            if rate > 0 && rate != currentRate && rate != failedRate && pendingGraph.load(ordering: .acquiring) == 0 {
+            if rate > 0 && rate != currentRate && rate != failedRate && pendingGraph.load(ordering: .acquiring) == 0
+                && !(buildGraph == nil && hostFollowsRate) {
                 do throws(JACKError) {
                     let graph = try makeGraph(rate: rate)
                     publishedGraph.withLock { $0 = graph }

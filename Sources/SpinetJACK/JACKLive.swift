@@ -55,6 +55,10 @@ extension JACKClient: AudioDevice {
     public func stop(drain: Bool) { stop(fadeSeconds: 0) }
 }
 
+extension JACKClient: RateFollowingDevice {
+    public func hostWillFollowRate() { hostFollowsRate = true }
+}
+
 /// The JACK MIDI inputs of a client, as the session's MIDI input: the
 /// process callback hands their events to the engine at their frames.
 public final class JACKMIDIInput: MIDIInput, @unchecked Sendable {
