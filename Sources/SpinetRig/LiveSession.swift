@@ -18,6 +18,14 @@ import Synchronization
 ///
 /// The graph's `inputs[0]` takes the MIDI input's events, `inputs[1]` (if
 /// any) this thread's; its `soundFontSlot` takes the fonts swapped in.
+///
+/// On a device whose rate can change while it runs (`RateFollowingDevice`:
+/// JACK, PipeWire) with MIDI the audio callback reads, the session follows
+/// a new rate: this thread builds the graph again at that rate (a new
+/// SoundFont player for the current fonts, the same settings) and offers it
+/// to the device, whose render thread swaps it in. A recording stops there
+/// (a file has one rate). With a MIDI input of its own thread (the ALSA
+/// sequencer, which pushes to the first graph's queue) it does not follow.
 public final class LiveSession {
     public struct Options: Sendable {
         /// Latency added for the MIDI thread's reaction time, in ms.
@@ -38,7 +46,8 @@ public final class LiveSession {
         public init() {}
     }
 
-    public let graph: EngineGraph
+    /// The graph playing now (a new one after a rate change).
+    public private(set) var graph: EngineGraph
     public let device: any AudioDevice
     public let midi: (any MIDIInput)?
     public let recorder: Recorder?
@@ -79,16 +88,24 @@ public final class LiveSession {
     /// stopping signal. Throws a `RigError` when the device failed or the
     /// MIDI input or the recording could not go on.
     public func run() throws(RigError) -> Int32 {
-        let engine = graph.engine
-        let slot = graph.soundFontSlot!
+        var engine = graph.engine
+        var slot = graph.soundFontSlot!
         let settings = graph.settings
-        let sampleRate = Double(device.sampleRate)
+        var sampleRate = Double(device.sampleRate)
+        // Follow rate changes where the device can and the MIDI goes through
+        // its callback (not a queue of the first graph).
+        let follower = midi?.readsInAudioCallback ?? true ? device as? RateFollowingDevice : nil
+        follower?.hostWillFollowRate()
+        var recording = recorder
+        var recordLine = ""
+        var failedRate = 0
         engine.prepare(sampleRate: sampleRate, maxFrames: device.periodFrames)
         engine.setTempo(beatsPerMinute: options.tempo)
 
         let safetyFrames = Int((options.safetyMilliseconds / 1000 * sampleRate).rounded())
         let timing = LiveTiming(sampleRate: sampleRate, periodFrames: device.periodFrames, periods: device.periods, safetyFrames: safetyFrames)
         let totalLatency = Int(timing.latencyFrames) + engine.latencyFrames
+        let firstEngine = engine
         let timeline = AudioTimeline()
         let priority = options.priority
         let memoryProblem = priority > 0 ? lockMemory() : nil
@@ -118,7 +135,7 @@ public final class LiveSession {
             do {
                 line = try midi.start(queue: graph.inputs[0], timeline: timeline, timing: timing,
                                       priority: priority > 0 ? Int32(max(1, priority - 5)) : 0,
-                                      tempo: { bpm in engine.setTempo(beatsPerMinute: bpm) })
+                                      tempo: { bpm in firstEngine.setTempo(beatsPerMinute: bpm) })
             } catch {
                 device.stop(drain: false)
                 throw RigError(String(describing: error))
@@ -160,6 +177,33 @@ public final class LiveSession {
             let now = monotonicSeconds()
             if let d = options.duration, now - start >= d { break }
             for line in midi?.takeNotices() ?? [] where !options.quiet { status.print(line) }
+            if let follower, case let rate = device.sampleRate, rate > 0, rate != Int(sampleRate), rate != failedRate {
+                // The rate changed: the device is silent until a graph at the
+                // new rate is offered. Built here, off the render thread.
+                if let r = recording {
+                    recordLine = finishRecording(r, sampleRate: sampleRate, failure: &failure)
+                    recording = nil
+                    if !options.quiet { status.print(formatted("recording stopped at the rate change (%ld Hz to %ld Hz; a file has one rate): ", Int(sampleRate), rate)
+                                                  + r.target + " keeps what was played before") }
+                    if failure != nil { break }
+                }
+                do {
+                    let unit = try SoundFontUnit(fonts: fonts, sampleRate: Double(rate), channels: settings.engine.ports * 16,
+                                                 options: settings.soundFont)
+                    let next = try GraphBuilder.live(settings, soundFont: unit, inputCapacities: graph.inputs.map(\.capacity))
+                    next.engine.prepare(sampleRate: Double(rate), maxFrames: max(device.periodFrames, 1))
+                    next.engine.setTempo(beatsPerMinute: options.tempo)
+                    while !follower.offer(engine: next.engine) && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(5_000) }
+                    graph = next
+                    engine = next.engine
+                    slot = next.soundFontSlot!
+                    sampleRate = Double(rate)
+                    if !options.quiet { status.print("the audio now runs at \(rate) Hz; Spinet follows with its graph built again at \(rate) Hz (notes sounding were cut)") }
+                } catch {
+                    failedRate = rate
+                    status.print("cannot build the graph at \(rate) Hz: \(error); silent until the rate changes again")
+                }
+            }
             if let next = requests.take(reloading: fonts) {
                 // Loaded here, off the render thread; the render thread swaps it in.
                 do {
@@ -211,17 +255,7 @@ public final class LiveSession {
         midi?.stop()
         status.finish()
         let elapsed = monotonicSeconds() - start
-        var recordLine = ""
-        if let recorder {
-            do {
-                let frames = try recorder.finish()
-                let lost = recorder.ring.lostFrames
-                recordLine = formatted("; recorded %.1f s to ", Double(frames) / sampleRate) + recorder.target
-                    + (lost > 0 ? " (\(lost) frames lost: the disk was too slow)" : "")
-            } catch {
-                failure = failure ?? error.description
-            }
-        }
+        if let r = recording { recordLine = finishRecording(r, sampleRate: sampleRate, failure: &failure) }
         if let failure { throw RigError(failure) }
         let total = device.totalLoad
         let stats = engine.statistics
@@ -241,6 +275,19 @@ public final class LiveSession {
         // service manager's SIGTERM, SIGQUIT, ...) is told apart: 128 + it.
         let stoppedBy = ProcessSignals.firstStop.load(ordering: .relaxed)
         return stoppedBy != 0 && stoppedBy != SIGINT ? 128 + stoppedBy : 0
+    }
+
+    /// Finishes the file; returns the summary's part about it.
+    private func finishRecording(_ recorder: Recorder, sampleRate: Double, failure: inout String?) -> String {
+        do {
+            let lost = recorder.ring.lostFrames
+            let frames = try recorder.finish()
+            return formatted("; recorded %.1f s to ", Double(frames) / sampleRate) + recorder.target
+                + (lost > 0 ? " (\(lost) frames lost: the disk was too slow)" : "")
+        } catch {
+            failure = failure ?? error.description
+            return ""
+        }
     }
 
     /// Events lost anywhere on the way in: the engine queue was full, the
