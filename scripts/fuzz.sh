@@ -63,7 +63,7 @@ target_modules() {
   case $1 in
     MIDIFileFuzzer|MIDIByteParserFuzzer) echo SpinetMIDI ;;
     PresetFileFuzzer) echo SpinetSupport SpinetSynth ;;
-    ConfigFuzzer) echo SpinetSupport SpinetFile ;;
+    ConfigFuzzer) echo SpinetSupport SpinetSettings ;;
     SoundFontFuzzer) echo SpinetSoundFont ;;
   esac
 }
@@ -76,6 +76,7 @@ module_deps() {
     SpinetSynth) echo SpinetEngine SpinetMIDI SpinetSupport ;;
     SpinetSoundFont) echo SpinetEngine SpinetMIDI CFluidSynthRealtime ;;
     SpinetFile) echo SpinetEngine SpinetMIDI SpinetSoundFont SpinetSupport ;;
+    SpinetSettings) echo SpinetSupport ;;
   esac
 }
 # Extra seed directories (inputs the suite replays).

@@ -1,8 +1,8 @@
-// libFuzzer target for the config file reader (SpinetFile/SpinetConfig.swift)
+// libFuzzer target for the config file reader (SpinetSettings/SpinetConfig.swift)
 // and the channel specs of `--channel`, `--mute` and `--solo` and of the
-// config's "channels", "mute" and "solo" (SpinetFile/ChannelAssignment.swift).
+// config's "channels", "mute" and "solo" (SpinetSettings/ChannelAssignment.swift).
 //
-// Built by scripts/fuzz.sh against the SpinetSupport and SpinetFile modules
+// Built by scripts/fuzz.sh against the SpinetSupport and SpinetSettings modules
 // (compiled under -sanitize=fuzzer,address with -enable-testing).
 //
 // The input is a config file. Its lines are also given one by one to the
@@ -17,7 +17,7 @@
 
 import FoundationEssentials
 import SpinetSupport
-@testable import SpinetFile
+@testable import SpinetSettings
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func configFuzzInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
