@@ -35,9 +35,24 @@ let package = Package(
         .target(name: "SpinetEffects", dependencies: ["SpinetSupport"]),
         .target(name: "SpinetSynth", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSupport"], exclude: ["PRESETS.md"]),
         .target(name: "SpinetFile", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSupport", "CSndFile", "CEBUR128"]),
-        .target(name: "SpinetALSA", dependencies: ["CALSA", "SpinetEngine", "SpinetMIDI", "SpinetFile", "SpinetSupport"]),
+        // The settings a user writes: the config file and --channel values (no audio, no C).
+        .target(name: "SpinetSettings", dependencies: ["SpinetSupport"]),
+        // What every live host shares and every driver implements, below the
+        // drivers: the AudioDevice and MIDIInput protocols, the timeline where
+        // engine frames meet the clock, the record ring. No C library, no files.
+        .target(name: "SpinetHost", dependencies: ["SpinetEngine", "SpinetMIDI"]),
+        // ALSA only: the PCM output and the sequencer client (AudioDevice, MIDIInput).
+        .target(name: "SpinetALSA", dependencies: ["CALSA", "SpinetEngine", "SpinetMIDI", "SpinetHost", "SpinetSupport"]),
+        // The rig every host builds on: the graph builder (settings -> engine
+        // and units), the live session over any AudioDevice and MIDIInput, the
+        // swappable SoundFont slot and recording. No driver in it.
+        .target(name: "SpinetRig", dependencies: [
+            "SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetHost",
+            "SpinetSettings", "SpinetSupport",
+        ]),
         .executableTarget(name: "spinet", dependencies: [
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetALSA", "SpinetSupport",
+            "SpinetHost", "SpinetRig", "SpinetSettings",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -47,16 +62,20 @@ let package = Package(
         // interposed malloc and lock functions stay out of `spinet`.
         .executableTarget(name: "spinet-rtcheck", dependencies: [
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetSupport", "SpinetTestSupport",
+            "SpinetRig",
         ]),
         .target(name: "SpinetTestSupport", dependencies: ["SpinetMIDI", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
         .testTarget(name: "SpinetTestSupportTests", dependencies: ["SpinetTestSupport", "CRealtimeProbe"]),
         .testTarget(name: "SpinetMIDITests", dependencies: ["SpinetMIDI", "SpinetTestSupport"], exclude: ["Regressions"]),
         .testTarget(name: "SpinetEngineTests", dependencies: ["SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetTestSupport"]),
-        .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetSynth", "SpinetEngine", "SpinetFile", "SpinetMIDI", "SpinetTestSupport"], exclude: ["Regressions"]),
+        .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetSynth", "SpinetEngine", "SpinetFile", "SpinetMIDI", "SpinetTestSupport", "SpinetSettings"], exclude: ["Regressions"]),
         .testTarget(name: "SpinetSynthTests", dependencies: ["SpinetSynth", "SpinetEngine", "SpinetMIDI", "SpinetSupport", "SpinetTestSupport"], exclude: ["Regressions"]),
         .testTarget(name: "SpinetSupportTests", dependencies: ["SpinetSupport"]),
         .testTarget(name: "SpinetEffectsTests", dependencies: ["SpinetEffects", "SpinetTestSupport"]),
-        .testTarget(name: "SpinetALSATests", dependencies: ["SpinetALSA", "SpinetEngine", "SpinetMIDI", "CALSA", "SpinetTestSupport", "CRealtimeProbe"]),
+        .testTarget(name: "SpinetALSATests", dependencies: ["SpinetALSA", "SpinetEngine", "SpinetMIDI", "CALSA", "SpinetTestSupport", "CRealtimeProbe", "SpinetHost", "SpinetRig"]),
+        .testTarget(name: "SpinetRigTests", dependencies: [
+            "SpinetRig", "SpinetHost", "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetTestSupport",
+        ]),
         .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport", "CEBUR128"]),
     ]
 )

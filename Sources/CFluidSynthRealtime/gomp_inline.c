@@ -12,6 +12,17 @@
 // `barrier` returns. So this definition of GOMP_parallel, which the dynamic
 // linker prefers over libgomp's because it lives in the executable, runs
 // one-thread regions inline and forwards every other region to libgomp.
+//
+// Process-wide by nature, and safe to share: it keeps no state but a
+// counter, and it changes nothing for regions of more than one thread, so
+// every engine in the process (several offline workers, several plugin
+// instances) is served alike. It takes effect only where the dynamic
+// linker finds it before libgomp: in an executable linked with
+// --export-dynamic-symbol=GOMP_parallel (spinet, spinet-rtcheck, the test
+// binaries). A shared object loaded by a host with RTLD_LOCAL (an LV2 or
+// CLAP plugin) is searched after the global scope, so there it depends on
+// whether the host already loaded libgomp; `spinet_inline_parallel_regions`
+// tells whether it took effect.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdatomic.h>

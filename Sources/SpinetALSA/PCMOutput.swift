@@ -2,6 +2,7 @@ import CALSA
 import Glibc
 import Synchronization
 import SpinetEngine
+import SpinetHost
 
 /// The live audio driver: an ALSA PCM playback device and the render
 /// thread that feeds it from an `Engine`.
@@ -179,12 +180,7 @@ public final class PCMOutput: @unchecked Sendable {
 
     // MARK: statistics (any thread)
 
-    public struct Load: Sendable {
-        /// Mean and peak render time as a fraction of the period (1 = 100 %).
-        public var mean: Double
-        public var peak: Double
-        public var periods: Int
-    }
+    public typealias Load = RenderLoad
 
     private var periodNanoseconds: Double { Double(periodFrames) * 1e9 / Double(sampleRate) }
 

@@ -2,6 +2,7 @@ import CALSA
 import Glibc
 import Synchronization
 import SpinetEngine
+import SpinetHost
 import SpinetMIDI
 import SpinetSupport
 
@@ -55,6 +56,9 @@ public final class SequencerClient: @unchecked Sendable {
     }
 
     public let name: String
+    /// The sources `start(queue:timeline:timing:priority:tempo:)` (the
+    /// `MIDIInput` entry) connects from. Set before starting.
+    public var connectMode: Connect = .auto
     public let portCount: Int
     public let clientID: UInt8
     /// The largest SysEx message passed on, F0 and F7 included.

@@ -5,15 +5,26 @@ import SpinetEngine
 
 /// Routes FluidSynth's log through Spinet.
 ///
-/// FluidSynth logs from whichever thread calls it. On the render thread a
-/// message is copied into a `RealtimeLog` slot (no printing, no allocation);
-/// on any other thread (SoundFont loading) it is collected so the loader can
-/// name the reason in its error.
+/// FluidSynth has one log function per process (`fluid_set_log_function`),
+/// so the handler is process-wide; where a message goes is decided per
+/// thread and per unit. While a `SoundFontUnit` works on the render path
+/// (`render`, `receive`, `receiveSysEx`) it names its own `RealtimeLog` in a
+/// thread-specific slot (`enterRender`/`leaveRender`), and a message raised
+/// there is copied into that log (no printing, no allocation, no lock). So
+/// two units rendering on two threads at once (the offline workers, or two
+/// plugin instances in one host) each keep their own messages, and neither
+/// takes the allocating path below. A message on a thread loading a font
+/// (loads are serialized) is collected so the loader can name the reason in
+/// its error; anything else keeps the last few for `takeCollected`.
 enum FluidLog {
-    static let realtime = RealtimeLog(slots: 64)
     private static let collected = Mutex<[String]>([])
     private static let stray = Mutex<[String]>([])
-    private static let renderThread = Atomic<UInt>(0)
+    /// Per thread: the `RealtimeLog` of the unit working on the render path
+    /// on that thread (nil: none). Created in `install`, off the render thread.
+    nonisolated(unsafe) private static var renderKey = pthread_key_t()
+    /// Every unit's render log, for `drainRenderLogs` (units register in
+    /// `init`; a log whose unit is gone is dropped once drained).
+    private static let logs = Mutex<[(owner: WeakOwner, log: RealtimeLog)]>([])
     /// The thread loading a font (one at a time): its messages are collected
     /// even when it rendered before (a batch job's thread loads the next
     /// file's synths), since the load reads them.
@@ -24,14 +35,13 @@ enum FluidLog {
         if installed.exchange(true, ordering: .acquiringAndReleasing) { return }
         // Statics are created lazily on first use; create these here, off the
         // render thread, so FluidSynth's first warning there allocates nothing.
-        _ = realtime.dropped
-        _ = renderThread.load(ordering: .relaxed)
         _ = loadingThread.load(ordering: .relaxed)
+        pthread_key_create(&renderKey, nil)
         let handler: fluid_log_function_t = { level, message, _ in
             guard let message else { return }
             let me = UInt(pthread_self())
-            if FluidLog.renderThread.load(ordering: .relaxed) == me && FluidLog.loadingThread.load(ordering: .relaxed) != me {
-                FluidLog.realtime.post(message)
+            if FluidLog.loadingThread.load(ordering: .relaxed) != me, let log = pthread_getspecific(FluidLog.renderKey) {
+                Unmanaged<RealtimeLog>.fromOpaque(log).takeUnretainedValue().post(message)
                 return
             }
             // Debug and info chatter is not for users.
@@ -63,9 +73,35 @@ enum FluidLog {
         loadingThread.store(loading ? UInt(pthread_self()) : 0, ordering: .relaxed)
     }
 
-    /// Marks the calling thread as the render thread (messages go to the ring).
-    static func markRenderThread() {
-        renderThread.store(UInt(pthread_self()), ordering: .relaxed)
+    /// Render path: until `leaveRender`, what FluidSynth says on this thread
+    /// goes to `log`. Returns the log named before (restore it with
+    /// `leaveRender`). Allocates nothing, takes no lock.
+    @inline(__always)
+    static func enterRender(_ log: RealtimeLog) -> UnsafeMutableRawPointer? {
+        let previous = pthread_getspecific(renderKey)
+        pthread_setspecific(renderKey, Unmanaged.passUnretained(log).toOpaque())
+        return previous
+    }
+
+    @inline(__always)
+    static func leaveRender(_ previous: UnsafeMutableRawPointer?) {
+        pthread_setspecific(renderKey, previous)
+    }
+
+    /// Registers a unit's render log (control thread, with the unit's `init`).
+    static func register(_ log: RealtimeLog, owner: AnyObject) {
+        logs.withLock { $0.append((WeakOwner(owner), log)) }
+    }
+
+    /// Removes and returns what FluidSynth said on the render path, in every
+    /// unit (not on a render thread).
+    static func drainRenderLogs() -> [String] {
+        logs.withLock { entries in
+            var out: [String] = []
+            for entry in entries { out += entry.log.drain() }
+            entries.removeAll { $0.owner.object == nil }
+            return out
+        }
     }
 
     /// Removes and returns the messages collected off the render thread.
@@ -81,4 +117,10 @@ enum FluidLog {
             return out
         }
     }
+}
+
+/// A weak reference to a unit whose render log is registered.
+final class WeakOwner: @unchecked Sendable {
+    weak var object: AnyObject?
+    init(_ object: AnyObject) { self.object = object }
 }

@@ -112,6 +112,8 @@ public final class SoundFontUnit: InstrumentUnit {
     /// Send levels per group as last applied, for ramping.
     private var sendCurrent: UnsafeMutablePointer<Float>
     private var voices = 0
+    /// What FluidSynth says while this unit works on the render path.
+    private let renderLog = RealtimeLog(slots: 64)
     /// Flood control (see the type's documentation).
     private let flood: FloodControl
     /// Frames this unit has rendered: FluidSynth's blocks start at multiples of 64.
@@ -230,6 +232,7 @@ public final class SoundFontUnit: InstrumentUnit {
         flood = FloodControl(channels: channels, polyphony: polyphony)
         fluidEffects = options.fluidEffects
         self.groups = groups
+        defer { FluidLog.register(renderLog, owner: self) }
         sendTarget = .allocate(capacity: 3 * channels)
         sendCurrent = .allocate(capacity: 3 * groups)
         Self.resetSends(sendTarget, count: channels)
@@ -415,8 +418,11 @@ public final class SoundFontUnit: InstrumentUnit {
     /// (see CFluidSynthRealtime): nonzero where libfluidsynth uses OpenMP.
     public static var inlineParallelRegions: Int { Int(spinet_inline_parallel_regions()) }
 
-    /// Messages FluidSynth raised on the render thread since the last call.
-    public static func drainRenderThreadMessages() -> [String] { FluidLog.realtime.drain() }
+    /// Messages FluidSynth raised on the render path of any unit since the last call.
+    public static func drainRenderThreadMessages() -> [String] { FluidLog.drainRenderLogs() }
+
+    /// Messages FluidSynth raised on this unit's render path since the last call.
+    public func drainRenderMessages() -> [String] { renderLog.drain() }
 
     // MARK: InstrumentUnit
 
@@ -450,6 +456,8 @@ public final class SoundFontUnit: InstrumentUnit {
     /// by block and hands the backlog over at each block's start.
     public func render(_ output: UnitOutput, frames: Int) {
         guard frames > 0 else { return }
+        let previousLog = FluidLog.enterRender(renderLog)
+        defer { FluidLog.leaveRender(previousLog) }
         flushHeld()
         var done = 0
         while done < frames {
@@ -488,7 +496,6 @@ public final class SoundFontUnit: InstrumentUnit {
 
     private func renderGroups(_ output: UnitOutput, frames: Int) {
         guard let buffers = channelBuffers, let pointers = outPointers else { return }
-        FluidLog.markRenderThread()
         let stride = maxFrames
         for g in 0..<groups where groupActive[g] {
             (buffers + 2 * g * stride).update(repeating: 0, count: frames)
@@ -542,6 +549,8 @@ public final class SoundFontUnit: InstrumentUnit {
     public func receive(_ message: MIDIMessage) {
         // FluidSynth has `channels` channels; the per-channel state here too.
         if let c = message.channel, Int(c) >= channels { return }
+        let previousLog = FluidLog.enterRender(renderLog)
+        defer { FluidLog.leaveRender(previousLog) }
         if let slot = FloodControl.slot(for: message) {
             flood.hold(message, slot: slot)
             return
@@ -552,6 +561,8 @@ public final class SoundFontUnit: InstrumentUnit {
 
     public func receiveSysEx(_ message: UnsafeBufferPointer<UInt8>) {
         guard message.count >= 3 else { return }
+        let previousLog = FluidLog.enterRender(renderLog)
+        defer { FluidLog.leaveRender(previousLog) }
         flushHeld()
         if flood.count == 0 && charge(fixed: sysExCost(message), channel: -1, perVoice: 0, release: false) {
             applySysEx(message)
@@ -782,6 +793,8 @@ public final class SoundFontUnit: InstrumentUnit {
 
     public func render(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
         guard frames > 0 else { return }
+        let previousLog = FluidLog.enterRender(renderLog)
+        defer { FluidLog.leaveRender(previousLog) }
         flushHeld()
         var done = 0
         while done < frames {
@@ -793,7 +806,6 @@ public final class SoundFontUnit: InstrumentUnit {
     }
 
     private func renderMix(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
-        FluidLog.markRenderThread()
         fluid_synth_write_float(synth, Int32(frames), left, 0, 1, right, 0, 1)
         voices = Int(fluid_synth_get_active_voice_count(synth))
     }

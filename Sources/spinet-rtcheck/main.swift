@@ -1,7 +1,9 @@
 // spinet-rtcheck: counts what Spinet's render path does that a real-time
 // thread must never do -- allocate or free memory, take a lock, make a system
 // call -- over many live-sized render cycles with 256 voices sounding and
-// events arriving every cycle. `spinet bench` runs it and prints its lines.
+// events arriving every cycle, and a SoundFont switch halfway. The graph is
+// `spinet play`'s own (GraphBuilder.live). `spinet bench` runs it and prints
+// its lines.
 //
 // It is a separate executable because the counting works by interposing
 // malloc and the lock functions (Tests/CRealtimeProbe); the `spinet` binary
@@ -13,6 +15,7 @@ import Foundation
 import SpinetEffects
 import SpinetEngine
 import SpinetFile
+import SpinetRig
 import SpinetMIDI
 import SpinetSoundFont
 import SpinetSynth
@@ -47,6 +50,10 @@ func fail(_ message: String) -> Never {
 final class Rig: @unchecked Sendable {
     let engine: Engine
     let queue: EventQueue
+    let slot: SwappableInstrument
+    let settings: GraphSettings
+    let font: String
+    let rate: Double
     let left: UnsafeMutablePointer<Float>
     let right: UnsafeMutablePointer<Float>
     let period: Int
@@ -56,25 +63,28 @@ final class Rig: @unchecked Sendable {
     /// GS Reverb Macro, Hall 2 (the engine switches its reverb on it)
     let gsReverbHall: [UInt8] = [0xF0, 0x41, 0x10, 0x42, 0x12, 0x40, 0x01, 0x30, 0x04, 0x0B, 0xF7]
 
+    /// The graph `spinet play` runs, built by the same `GraphBuilder.live`:
+    /// the SoundFont in its swappable slot, Spinet's synth on channel 16 and
+    /// on Bank Select 126, one queue for the MIDI thread and one for control.
     init(font: String, rate: Double, period: Int, spinetEffects: Bool) throws {
-        var options = SoundFontOptions()
-        options.polyphony = 512
-        options.fluidEffects = !spinetEffects
-        let unit = try SoundFontUnit(fonts: [font], sampleRate: rate, options: options)
-        var config = Engine.Configuration()
+        var settings = GraphSettings()
+        settings.soundFont.polyphony = 512
+        settings.soundFont.fluidEffects = !spinetEffects
         if spinetEffects {
-            config.reverb = .hall
-            config.chorus = .wide
-            config.delay = .dottedEighth
-            config.equalizer = .init(highPassEnabled: true, highPassFrequency: 30, lowShelfGainDB: 2, highShelfGainDB: -2)
+            settings.engine.reverb = .hall
+            settings.engine.chorus = .wide
+            settings.engine.delay = .dottedEighth
+            settings.engine.equalizer = .init(highPassEnabled: true, highPassFrequency: 30, lowShelfGainDB: 2, highShelfGainDB: -2)
         }
-        engine = Engine(configuration: config)
-        engine.routeAll(to: engine.add(unit))
-        let synth = OscillatorSynth(polyphony: 64)
-        let synthIndex = engine.add(synth)
-        engine.route(channel: 15, to: synthIndex)
-        engine.routeBank(msb: OscillatorSynth.spinetPresetBank, to: synthIndex)
-        queue = engine.addInput(capacity: 8192)
+        settings.channelAssignments = ["16=synth"]
+        let unit = try SoundFontUnit(fonts: [font], sampleRate: rate, channels: settings.engine.ports * 16, options: settings.soundFont)
+        let graph = try GraphBuilder.live(settings, soundFont: unit, inputCapacities: [8192, 1024])
+        engine = graph.engine
+        queue = graph.inputs[0]
+        slot = graph.soundFontSlot!
+        self.settings = settings
+        self.font = font
+        self.rate = rate
         self.period = period
         engine.prepare(sampleRate: rate, maxFrames: period)
         left = .allocate(capacity: period)
@@ -117,6 +127,15 @@ final class Rig: @unchecked Sendable {
     }
 
     func render() { engine.render(frames: period, left: left, right: right) }
+
+    /// What `spinet play` does when a new SoundFont is asked for: load it on
+    /// this (control) thread and offer it to the slot; the render thread
+    /// takes it over at its next block, replaying the channel state into it,
+    /// while the old one's notes ring on.
+    func switchSoundFont() throws {
+        let unit = try SoundFontUnit(fonts: [font], sampleRate: rate, channels: settings.engine.ports * 16, options: settings.soundFont)
+        guard slot.offer(unit) else { fail("the SoundFont slot refused a new font") }
+    }
 }
 
 let o = parse()
@@ -129,7 +148,11 @@ for spinetEffects in [false, true] {
     let rig: Rig
     do { rig = try Rig(font: font, rate: o.rate, period: o.period, spinetEffects: spinetEffects) } catch { fail("\(error)") }
     var allocations = 0, frees = 0, locks = 0
-    for _ in 0..<o.cycles {
+    for cycle in 0..<o.cycles {
+        // halfway, a font switch, as play does it (loaded here, uncounted)
+        if cycle == o.cycles / 2 {
+            do { try rig.switchSoundFont() } catch { fail("\(error)") }
+        }
         rig.feed()
         let c = RealtimeProbe.counts { rig.render() }
         allocations += c.allocations
@@ -142,8 +165,8 @@ for spinetEffects in [false, true] {
         for _ in 0..<200 { box.feed(); box.render() }
     }
     let syscalls = trapped.map { String($0.count) } ?? "not measured (seccomp unavailable)"
-    let what = spinetEffects ? "SoundFont unit (Spinet's reverb, chorus, delay, EQ) + oscillator synth"
-                             : "SoundFont unit (FluidSynth's effects) + oscillator synth"
+    let what = spinetEffects ? "play's graph: swappable SoundFont unit (Spinet's reverb, chorus, delay, EQ) + oscillator synth"
+                             : "play's graph: swappable SoundFont unit (FluidSynth's effects) + oscillator synth"
     print(String(format: "%@, up to %d voices, %d-frame periods: per %d render cycles %d allocations, %d frees, %d lock calls; system calls in 200 cycles: %@",
                  what, rig.engine.statistics.peakVoices, o.period, o.cycles, allocations, frees, locks, syscalls))
     if allocations + frees + locks > 0 || (trapped?.count ?? 0) > 0 { dirty = true }

@@ -6,6 +6,7 @@ import SpinetSupport
 import SpinetEffects
 import SpinetEngine
 import SpinetFile
+import SpinetRig
 import SpinetMIDI
 import SpinetSoundFont
 import SpinetSynth
@@ -129,18 +130,18 @@ struct Bench: ParsableCommand {
     /// Drives the engine like the live callback: one period at a time, notes
     /// held on every channel, timing each render call.
     static func callbackTimes(font: String, rate: Int, period: Int, voices: Int, periods: Int) throws -> CallbackStats {
-        // `spinet play`'s default: per-channel sends into Spinet's reverb, chorus and delay
-        var options = SoundFontOptions()
-        options.polyphony = voices * 2
-        options.fluidEffects = false
-        let unit = try SoundFontUnit(fonts: [font], sampleRate: Double(rate), options: options)
-        var config = Engine.Configuration()
-        config.reverb = .room
-        config.chorus = .subtle
-        config.delay = .eighth
-        let engine = Engine(configuration: config)
-        engine.routeAll(to: engine.add(unit))
-        let queue = engine.addInput()
+        // `spinet play`'s graph (GraphBuilder.live) with its default effects:
+        // per-channel sends into Spinet's reverb, chorus and delay
+        var settings = GraphSettings()
+        settings.soundFont.polyphony = voices * 2
+        settings.soundFont.fluidEffects = false
+        settings.engine.reverb = .room
+        settings.engine.chorus = .subtle
+        settings.engine.delay = .eighth
+        let unit = try orFailure { try SoundFontUnit(fonts: [font], sampleRate: Double(rate), options: settings.soundFont) }
+        let graph = try orFailure { try GraphBuilder.live(settings, soundFont: unit) }
+        let engine = graph.engine
+        let queue = graph.inputs[0]
         engine.prepare(sampleRate: Double(rate), maxFrames: period)
         // sustained programs (strings, organ, pads) so voices stay on
         let programs: [UInt8] = [48, 49, 19, 16, 89, 90, 52, 50, 48, 0, 19, 49, 89, 16, 52, 91]

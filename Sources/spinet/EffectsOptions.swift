@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import SpinetEffects
 import SpinetFile
+import SpinetSettings
 
 /// The effect and master-EQ options `render` and `play` share. Each may
 /// also be set in the config file under the same name (the option wins).

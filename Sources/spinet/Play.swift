@@ -3,12 +3,11 @@ import FoundationEssentials
 import Glibc
 import SpinetSupport
 import SpinetALSA
-import SpinetEngine
 import SpinetFile
+import SpinetRig
+import SpinetSettings
 import SpinetMIDI
 import SpinetSoundFont
-import SpinetSynth
-import Synchronization
 
 struct Play: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -114,17 +113,11 @@ struct Play: ParsableCommand {
     }
 
     private func play() throws {
-        // Before any device or file is opened. SIGHUP reloads the SoundFont
-        // (see SoundFontRequests); every other stopping signal fades out and
-        // ends play, Ctrl-C with status 0, the others with 128 + the signal.
-        installInterruptHandlers(hangUp: false)
-        signal(SIGHUP, { _ in soundFontReloadRequested.store(true, ordering: .relaxed) })
-        var hangUp = sigset_t()
-        sigemptyset(&hangUp)
-        sigaddset(&hangUp, SIGHUP)
-        pthread_sigmask(SIG_UNBLOCK, &hangUp, nil)   // even if the launcher blocked it
-        let settings: SpinetConfig
-        do { settings = try SpinetConfig.load(explicitPath: config) } catch { throw Failure(error.description) }
+        // Before any device or file is opened. SIGHUP reloads the SoundFont;
+        // every other stopping signal fades out and ends play, Ctrl-C with
+        // status 0, the others with 128 + the signal.
+        LiveSession.installSignalHandlers()
+        let settings = try orFailure { try SpinetConfig.load(explicitPath: config) }
         let soundFonts = self.soundFonts.isEmpty ? settings.soundFonts : self.soundFonts
         let channelAssignments = settings.channels + self.channelAssignments
         let presets = self.presets ?? settings.presets
@@ -143,13 +136,11 @@ struct Play: ParsableCommand {
         if self.soundFonts.isEmpty { try Render.checkConfigFonts(settings) }
         let fx = try effectOptions.resolve(config: settings)
         var mutedChannels: [Int] = [], soloChannels: [Int] = []
-        do {
+        try orFailure {
             for text in settings.mute { mutedChannels += try ChannelAssignment.channelList(text, ports: ports, option: settings.label("mute")) }
             for text in mute { mutedChannels += try ChannelAssignment.channelList(text, ports: ports, option: "--mute") }
             for text in settings.solo { soloChannels += try ChannelAssignment.channelList(text, ports: ports, option: settings.label("solo")) }
             for text in solo { soloChannels += try ChannelAssignment.channelList(text, ports: ports, option: "--solo") }
-        } catch {
-            throw Failure(error.description)
         }
         let connectTargets: [String]?
         switch connect.lowercased() {
@@ -171,11 +162,10 @@ struct Play: ParsableCommand {
 
         // 2. MIDI in: the sequencer client and the sources to connect.
         var sequencer: SequencerClient?
-        var connectMode = SequencerClient.Connect.auto
         do {
             let s = try SequencerClient(name: name, ports: ports)
             if let targets = connectTargets {
-                connectMode = targets.isEmpty ? .none : .sources(try s.resolve(targets))
+                s.connectMode = targets.isEmpty ? .none : .sources(try s.resolve(targets))
             }
             sequencer = s
         } catch {
@@ -190,12 +180,7 @@ struct Play: ParsableCommand {
         pcmConfig.sampleRate = rate
         pcmConfig.periodFrames = period
         pcmConfig.periods = periods
-        let output: PCMOutput
-        do {
-            output = try PCMOutput(pcmConfig)
-        } catch {
-            throw Failure(error.description)
-        }
+        let output = try orFailure { try PCMOutput(pcmConfig) }
         if output.sampleRate != rate {
             say("spinet: note: \(device) runs at \(output.sampleRate) Hz, not \(rate) Hz")
         }
@@ -205,285 +190,46 @@ struct Play: ParsableCommand {
         var options = SoundFontOptions()
         options.polyphony = polyphony
         options.fluidEffects = fx.fluidEffects
-        let unit: SoundFontUnit
-        do {
-            unit = try SoundFontUnit(fonts: fonts, sampleRate: Double(output.sampleRate), channels: ports * 16, options: options)
-        } catch {
-            throw Failure(error.description)
-        }
+        let unit = try orFailure { try SoundFontUnit(fonts: fonts, sampleRate: Double(output.sampleRate), channels: ports * 16, options: options) }
         say("SoundFont: \(fonts.joined(separator: ", "))")
         for w in unit.fontWarnings { printError("spinet: warning: \(w)") }     // even with --quiet
 
         // 5. Recording, if asked.
         var recorder: Recorder?
         if let record, let (container, bits) = recordFormat {
-            do {
-                recorder = try Recorder(target: record, force: force, format: container, sampleFormat: bits, sampleRate: output.sampleRate)
-            } catch {
-                throw Failure(error.description)
-            }
+            recorder = try orFailure { try Recorder(target: record, force: force, format: container, sampleFormat: bits, sampleRate: output.sampleRate) }
         }
 
         // 6. The engine: one input queue for the sequencer thread, one for this thread.
-        var config = Engine.Configuration()
-        config.ports = ports
-        config.gainDB = gain
-        config.mutedChannels = mutedChannels
-        config.soloChannels = soloChannels
-        config.reverb = fx.reverb
-        config.chorus = fx.chorus
-        config.delay = fx.delay
-        config.equalizer = fx.equalizer
-        let engine = Engine(configuration: config)
-        // The SoundFont sits in a slot that a new one can replace while playing.
-        let slot = SwappableInstrument(unit, channels: ports * 16)
-        engine.routeAll(to: engine.add(slot))
-        // Spinet's own synth: channels given to it, and any channel a Bank Select 126 moves there.
-        let synth = try Render.makeSynth(presets: presets, polyphony: 256)
-        let synthChannels = try Render.applyAssignments(channelAssignments, to: synth, ports: ports,
-                                                        configCount: settings.channels.count, configLabel: settings.label("channels"))
-        let synthIndex = engine.add(synth)
-        for c in synthChannels { engine.route(channel: c, to: synthIndex) }
-        engine.routeBank(msb: OscillatorSynth.spinetPresetBank, to: synthIndex)
-        let midiQueue = engine.addInput(capacity: 8192)
-        let controlQueue = engine.addInput(capacity: 1024)
-        engine.prepare(sampleRate: Double(output.sampleRate), maxFrames: output.periodFrames)
-        engine.setTempo(beatsPerMinute: tempo)
+        var graphSettings = GraphSettings()
+        graphSettings.engine.ports = ports
+        graphSettings.engine.gainDB = gain
+        graphSettings.engine.mutedChannels = mutedChannels
+        graphSettings.engine.soloChannels = soloChannels
+        graphSettings.engine.reverb = fx.reverb
+        graphSettings.engine.chorus = fx.chorus
+        graphSettings.engine.delay = fx.delay
+        graphSettings.engine.equalizer = fx.equalizer
+        graphSettings.soundFont = options
+        graphSettings.presets = try Render.presetBank(presets)
+        graphSettings.channelAssignments = channelAssignments
+        graphSettings.configChannelCount = settings.channels.count
+        graphSettings.configLabel = settings.label("channels")
+        let graph = try orFailure { try GraphBuilder.live(graphSettings, soundFont: unit, inputCapacities: [8192, 1024]) }
 
-        let sampleRate = Double(output.sampleRate)
-        let safetyFrames = Int((safety / 1000 * sampleRate).rounded())
-        let timing = LiveTiming(sampleRate: sampleRate, periodFrames: output.periodFrames, periods: output.periods, safetyFrames: safetyFrames)
-        let totalLatency = Int(timing.latencyFrames) + engine.latencyFrames
-        let timeline = AudioTimeline()
-
-        let memoryProblem = priority > 0 ? lockMemory() : nil
-
-        // 7. Start: the audio first, then MIDI. The input ports appear only
-        // once the audio thread has published where its frames meet the
-        // clock, so a note a DAW sends the moment it sees them is played at
-        // its arrival plus the latency, like any later one.
-        if benchNotes > 0 {
-            controlQueue.push(EngineEvent(frame: 0, .programChange(channel: 0, program: 19)))
-            for i in 0..<benchNotes {
-                controlQueue.push(EngineEvent(frame: 0, .noteOn(channel: 0, key: UInt8(24 + i % 96), velocity: 90)))
-            }
+        // 7. Play until stopped.
+        var session = LiveSession.Options()
+        session.safetyMilliseconds = safety
+        session.priority = priority
+        session.tempo = tempo
+        session.quiet = quiet
+        session.statusLine = isatty(STDERR_FILENO) == 1
+        session.duration = duration
+        session.benchNotes = benchNotes
+        let status = try orFailure {
+            try LiveSession(graph: graph, device: output, midi: sequencer, fonts: fonts, recorder: recorder,
+                            options: session, log: printError).run()
         }
-        recorder?.start()
-        let scheduling = output.start(engine: engine, timeline: timeline, ring: recorder?.ring, priority: Int32(priority))
-        if let sequencer {
-            // The first anchor comes once the device runs (its buffer filled):
-            // a few periods. A device that never starts fails within 5 s.
-            let deadline = monotonicSeconds() + 10
-            while timeline.read() == nil && output.failure == nil && !interruptRequested.load(ordering: .relaxed)
-                    && monotonicSeconds() < deadline {
-                usleep(1_000)
-            }
-            let made: [MIDIPort]
-            do {
-                made = try sequencer.start(connect: connectMode, queue: midiQueue, timeline: timeline, timing: timing,
-                                           priority: priority > 0 ? Int32(max(1, priority - 5)) : 0,
-                                           tempo: { bpm in engine.setTempo(beatsPerMinute: bpm) })
-            } catch {
-                output.stop(drain: false)
-                throw Failure(error.description)
-            }
-            let inputs = sequencer.inputAddresses.map(\.description).joined(separator: ", ")
-            let from = made.isEmpty ? "no source connected yet" : "connected from " + made.map { "\($0.address) (\($0.name))" }.joined(separator: ", ")
-            say("MIDI: client '\(name)' \(sequencer.clientID), input \(inputs); \(from)")
-            _ = sequencer.takeNotices()
-        }
-        say("Audio: \(device), \(output.sampleRate) Hz, \(output.format), \(output.periods) x \(output.periodFrames) frames, \(output.channels) channels")
-        say(formatted("Latency: %.1f ms from MIDI in to audio out (%ld x %ld frames buffer + %ld safety + %ld limiter look-ahead = %ld frames at %ld Hz)",
-                   Double(totalLatency) * 1000 / sampleRate, output.periods, output.periodFrames, safetyFrames,
-                   engine.latencyFrames, totalLatency, output.sampleRate))
-        if case .refused(let e) = scheduling {
-            say("spinet: warning: the audio thread has no real-time priority (\(String(cString: strerror(e)))), so sound may click when the machine is busy. "
-                + "To allow it: add '@audio - rtprio 95' and '@audio - memlock unlimited' to /etc/security/limits.d/audio.conf, "
-                + "join the group (sudo usermod -aG audio $USER) and log in again; or pass --priority 0 to run without it.")
-        } else if let m = memoryProblem {
-            say("spinet: warning: cannot lock memory (\(m)): the audio thread may wait for paging; raise 'memlock' in /etc/security/limits.d/audio.conf")
-        }
-
-        // SoundFont switching: a path on standard input, or SIGHUP to reload the current fonts.
-        let requests = SoundFontRequests(current: fonts)
-        var loadedFonts = fonts
-
-        // 8. Run until Ctrl-C (or the device fails): status line, notices.
-        let status = StatusLine(enabled: !quiet && isatty(STDERR_FILENO) == 1)
-        let start = monotonicSeconds()
-        var lastStatus = 0.0
-        var lastXruns = 0
-        var lastDropped = 0
-        var failure: String?
-        var fluidMessages = Set<String>()
-        while !interruptRequested.load(ordering: .relaxed) {
-            usleep(20_000)
-            if let f = output.failure { failure = f; break }
-            let now = monotonicSeconds()
-            if let d = duration, now - start >= d { break }
-            for line in sequencer?.takeNotices() ?? [] where !quiet { status.print(line) }
-            if let next = requests.take(reloading: loadedFonts) {
-                // Loaded here, off the render thread; the render thread swaps it in.
-                do {
-                    let newUnit = try SoundFontUnit(fonts: next, sampleRate: sampleRate, channels: ports * 16, options: options)
-                    while !slot.offer(newUnit) && !interruptRequested.load(ordering: .relaxed) { usleep(20_000) }
-                    loadedFonts = next
-                    if !quiet { status.print("SoundFont: switched to \(next.joined(separator: ", ")) (notes sounding ring on)") }
-                    for w in newUnit.fontWarnings { status.print("warning: \(w)") }
-                } catch {
-                    status.print("cannot switch SoundFont: \(error.description)")
-                }
-            }
-            for line in SoundFontUnit.drainRenderThreadMessages() where !quiet {
-                // The render thread may raise the same complaint thousands of times: say it once.
-                if fluidMessages.insert(line).inserted { status.print("FluidSynth: \(line) (said once)") }
-            }
-            guard now - lastStatus >= 0.5 else { continue }
-            lastStatus = now
-            let load = output.takeIntervalLoad()
-            let dropped = droppedEvents(engine, sequencer)
-            if status.enabled {
-                status.show(formatted("voices %3ld | load %5.1f%% (peak %5.1f%%) | xruns %ld | dropped %ld | late %ld",
-                                   engine.statistics.activeVoices, load.mean * 100, load.peak * 100,
-                                   output.xruns, dropped, engine.statistics.lateEvents))
-            } else if !quiet && (output.xruns != lastXruns || dropped != lastDropped) {
-                printError("spinet: \(output.xruns) xrun\(output.xruns == 1 ? "" : "s"), \(dropped) MIDI event\(dropped == 1 ? "" : "s") dropped so far")
-            }
-            lastXruns = output.xruns
-            lastDropped = dropped
-        }
-
-        // 9. Stop: fade out (no click), play out what is queued, close.
-        let fadeFrames = Int(0.02 * sampleRate)
-        engine.requestFadeOut(frames: fadeFrames)
-        let fadeDeadline = monotonicSeconds() + 0.15
-        while failure == nil && !engine.isFadedOut && monotonicSeconds() < fadeDeadline { usleep(2_000) }
-        if failure == nil {
-            // The faded block is at most a buffer ahead of the device. Keep
-            // writing silence for a whole buffer more (plus a period and the
-            // limiter's delay line): by then the fade has been played and every
-            // frame left in the ring is zero, so stopping cannot click, on any
-            // device, even one that plays past the last frame written.
-            let frames = output.bufferFrames + output.periodFrames + engine.latencyFrames
-            usleep(UInt32(Double(frames) / sampleRate * 1e6) + 2_000)
-        }
-        output.stop(drain: false)
-        sequencer?.stop()
-        status.finish()
-        let elapsed = monotonicSeconds() - start
-        var recordLine = ""
-        if let recorder {
-            do {
-                let frames = try recorder.finish()
-                let lost = recorder.ring.lostFrames
-                recordLine = formatted("; recorded %.1f s to ", Double(frames) / sampleRate) + recorder.target
-                    + (lost > 0 ? " (\(lost) frames lost: the disk was too slow)" : "")
-            } catch {
-                failure = failure ?? error.description
-            }
-        }
-        if let failure { throw Failure(failure) }
-        let total = output.totalLoad
-        let stats = engine.statistics
-        let seqStats = sequencer?.statistics
-        let dropped = droppedEvents(engine, sequencer)
-        var why = ""
-        if dropped > 0 {
-            why = " (engine queue or SoundFont flood backlog full \(stats.droppedEvents); never a note-off, pedal release or All Notes Off; kernel pool overflowed \(seqStats?.overflows ?? 0) times, "
-                + "kernel lost \(seqStats?.kernelLost ?? 0), SysEx too long \(seqStats?.sysExTooLong ?? 0), "
-                + "SysEx unfinished \(seqStats?.sysExUnfinished ?? 0))"
-        }
-        say(formatted("Played %.1f s: render load %.1f%% mean, %.1f%% peak of a %ld-frame period; %ld voices at most; %ld xruns; %ld MIDI events (%ld stamped by the kernel), %ld dropped",
-                      elapsed, total.mean * 100, total.peak * 100, output.periodFrames, stats.peakVoices, output.xruns,
-                      seqStats?.received ?? 0, seqStats?.kernelStamped ?? 0, dropped)
-            + "\(why), \(stats.lateEvents) late; \(seqStats?.released ?? 0) held notes released\(recordLine)")
-        // Ctrl-C is how a player ends play: 0. A signal from elsewhere (a
-        // service manager's SIGTERM, SIGQUIT, ...) is told apart: 128 + it.
-        let stoppedBy = interruptSignal.load(ordering: .relaxed)
-        if stoppedBy != 0 && stoppedBy != SIGINT { throw Failure("", status: 128 + stoppedBy) }
-    }
-
-    /// Events lost anywhere on the way in: the engine queue was full, the
-    /// kernel could not deliver, the kernel pool overflowed (at least one each
-    /// time), or a SysEx message was too long or never finished.
-    private func droppedEvents(_ engine: Engine, _ sequencer: SequencerClient?) -> Int {
-        let s = sequencer?.statistics
-        return engine.statistics.droppedEvents + (s?.kernelLost ?? 0) + (s?.overflows ?? 0) + (s?.sysExTooLong ?? 0)
-            + (s?.sysExUnfinished ?? 0)
-    }
-}
-
-/// Requests to switch SoundFont: a line on standard input naming a file
-/// (several separated by commas stack), or SIGHUP to reload the current ones.
-final class SoundFontRequests: @unchecked Sendable {
-    private let lines = Mutex<[String]>([])
-
-    init(current: [String]) {
-        // A background job that reads its terminal would be stopped: read() fails instead.
-        signal(SIGTTIN, SIG_IGN)
-        // Never joined: it waits in read() until the program ends.
-        _ = NativeThread(name: "spinet-stdin") { [self] in
-            var pending: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let n = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
-                if n == 0 { return }                     // no more input (or /dev/null)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    sleep(1)                             // EIO while in the background
-                    continue
-                }
-                pending += buffer[0..<n]
-                while let nl = pending.firstIndex(of: 10) {
-                    let path = String(decoding: pending[..<nl], as: UTF8.self).trimmingSpaces
-                    pending.removeSubrange(...nl)
-                    if !path.isEmpty { self.lines.withLock { $0.append(path) } }
-                }
-            }
-        }
-    }
-
-    /// The fonts to switch to, if asked since the last call.
-    func take(reloading current: [String]) -> [String]? {
-        if let line = lines.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
-            return line.split(separator: ",").map { String($0).trimmingSpaces }
-        }
-        if soundFontReloadRequested.exchange(false, ordering: .relaxed) { return current }
-        return nil
-    }
-}
-
-/// Set by SIGHUP.
-let soundFontReloadRequested = Atomic<Bool>(false)
-
-private func monotonicSeconds() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
-/// The one-line status display on a terminal; other lines print above it.
-final class StatusLine {
-    let enabled: Bool
-    private var shown = false
-
-    init(enabled: Bool) { self.enabled = enabled }
-
-    func show(_ text: String) {
-        guard enabled else { return }
-        writeStandardError("\r\(text)\u{1B}[K")
-        shown = true
-    }
-
-    /// Prints a line (above the status line, if one is shown).
-    func print(_ line: String) {
-        if shown { writeStandardError("\r\u{1B}[K"); shown = false }
-        printError("spinet: \(line)")
-    }
-
-    func finish() {
-        guard enabled, shown else { return }
-        writeStandardError("\r\u{1B}[K")
-        shown = false
+        if status != 0 { throw Failure("", status: status) }
     }
 }

@@ -7,15 +7,11 @@ import Synchronization
 import SpinetEffects
 import SpinetEngine
 import SpinetFile
+import SpinetRig
+import SpinetSettings
 import SpinetMIDI
 import SpinetSoundFont
 import SpinetSynth
-
-/// Set by a stopping signal (`installInterruptHandlers`); the render loop
-/// and play's main loop poll it.
-let interruptRequested = Atomic<Bool>(false)
-/// The first stopping signal received, 0 before any.
-let interruptSignal = Atomic<Int32>(0)
 
 struct Render: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -108,7 +104,7 @@ struct Render: ParsableCommand {
 
     func run() throws {
         // Before any file is made: from here on a stopping signal only asks the work to stop.
-        installInterruptHandlers()
+        ProcessSignals.installStopHandlers()
         try reportingFailures {
             guard !inputs.isEmpty || dataset.from != nil else {
                 throw Failure("no input; name MIDI files (or - for standard input), or a list of them with --from LIST")
@@ -131,8 +127,7 @@ struct Render: ParsableCommand {
 
     /// The options every file of a render shares, checked before any work.
     func settings(batch: Bool) throws -> RenderSettings {
-        let file: SpinetConfig
-        do { file = try SpinetConfig.load(explicitPath: config) } catch { throw Failure(error.description) }
+        let file = try orFailure { try SpinetConfig.load(explicitPath: config) }
         let rate = self.rate ?? file.rate ?? 48000
         guard (22050...192000).contains(rate) else {
             let label = self.rate != nil ? "--rate" : file.label("rate")
@@ -200,7 +195,7 @@ struct Render: ParsableCommand {
     static func channelLists(_ texts: [String], option: String) throws -> [Int] {
         var channels: [Int] = []
         for text in texts {
-            do { channels += try ChannelAssignment.channelList(text, option: option) } catch { throw Failure(error.description) }
+            channels += try orFailure { try ChannelAssignment.channelList(text, option: option) }
         }
         return channels
     }
@@ -231,18 +226,11 @@ struct Render: ParsableCommand {
         } else {
             throw Failure("cannot tell the audio format of \(target) from its extension; use .wav, .flac, .ogg, .aiff or .mp3, or pass --format")
         }
-        do {
-            try AudioFileWriter.validate(format: container, sampleFormat: settings.sampleFormat, sampleRate: settings.rate)
-        } catch {
-            throw Failure(error.description)
-        }
-        let out: OutputFile
-        do {
-            out = try OutputFile(target: target, force: force, format: container,
-                                 inUse: [FileInUse(path: input, role: "the MIDI file being rendered")] + settings.filesInUse
-                                     + Self.defaultFontInUse(settings))
-        } catch {
-            throw Failure(error.description)
+        try orFailure { try AudioFileWriter.validate(format: container, sampleFormat: settings.sampleFormat, sampleRate: settings.rate) }
+        let out = try orFailure {
+            try OutputFile(target: target, force: force, format: container,
+                           inUse: [FileInUse(path: input, role: "the MIDI file being rendered")] + settings.filesInUse
+                               + Self.defaultFontInUse(settings))
         }
         var notes: OutputFile?
         if let path = dataset.notes {
@@ -269,11 +257,8 @@ struct Render: ParsableCommand {
                            announceSoundFont: Bool, progress: RenderProgress, log: (String) -> Void) throws -> FileRender {
         let rate = s.rate
         // 1. The MIDI file.
-        let file: MIDIFile
-        do {
-            file = try input == "-" ? MIDIFile(fileDescriptor: STDIN_FILENO) : MIDIFile(path: input)
-        } catch {
-            throw Failure("\(input == "-" ? "standard input" : input): \(error.description)")
+        let file = try orFailure("\(input == "-" ? "standard input" : input): ") {
+            try input == "-" ? MIDIFile(fileDescriptor: STDIN_FILENO) : MIDIFile(path: input)
         }
         let input = input == "-" ? "standard input" : input
         let schedule = file.schedule(sampleRate: rate)
@@ -294,129 +279,33 @@ struct Render: ParsableCommand {
         // The longest the output can be (the music, the tail cap, its fade and
         // the latency, with a second to spare) decides RF64 over WAV, or refuses AIFF.
         let musicEnd = max(schedule.endFrame, schedule.events.last?.frame ?? 0)
-        let rf64: Bool
-        do {
+        let rf64 = try orFailure {
             let options = OfflineRenderer.Options()
             let (sum, overflow) = musicEnd.addingReportingOverflow(Int64((options.tailCap + options.fadeSeconds + 1) * Double(rate)))
             let maxFrames = overflow ? Int64.max : sum   // saturating, as the renderer's own tail cap
-            rf64 = try AudioFileWriter.needsRF64(format: container, sampleFormat: s.sampleFormat, maxFrames: maxFrames, name: out.displayName)
+            return try AudioFileWriter.needsRF64(format: container, sampleFormat: s.sampleFormat, maxFrames: maxFrames, name: out.displayName)
                 && out.isSeekable   // a WAV stream already marks its sizes unknown
-        } catch {
-            throw Failure(error.description)
         }
 
         try Self.checkMuteAndSolo(schedule, input: input, settings: s, log: log)
 
-        // 2. The SoundFont(s), loaded before any audio work.
+        // 2. The SoundFont(s), loaded before any audio work, and the engine, driven offline.
         let fonts = try Render.fontsOrDefault(s.soundFonts)
-        var maxChannel = 0
-        for e in schedule.events {
-            if case .message(let m) = e.kind, let c = m.channel { maxChannel = max(maxChannel, Int(c)) }
-        }
-        let ports = maxChannel / 16 + 1
-        var options = SoundFontOptions()
-        options.polyphony = s.polyphony
-        options.fluidEffects = s.fluidEffects
-        let synth = OscillatorSynth(presets: s.presetBank, polyphony: 256)
-        let synthChannels = try Self.applyAssignments(s.channelAssignments, to: synth, ports: ports,
-                                                      configCount: s.configChannelCount, configLabel: s.configLabel)
-        // Split by what the notes cost in this font: its layers, releases and
-        // sample lengths. (The model is gone before FluidSynth loads the font.)
-        // A channel that is most of the work (a busy drum track) is split:
-        // each key's notes take turns between the synthesizers.
-        let balanced: [[ChannelPartition.Lane]] = {
-            let models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
-            let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
-                models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
-            }
-            // every loaded font's classes: a preset may come from any of them
-            let exclusiveKeys: ChannelPartition.ExclusiveKeys = { bank, program, drum in
-                models.flatMap { $0.exclusiveKeys(bank: bank, program: program, drum: drum) }
-            }
-            return ChannelPartition.lanes(schedule, channels: ports * 16, parts: Self.partitions,
-                                          noteCost: models.isEmpty ? nil : noteCost,
-                                          exclusiveKeys: models.count == fonts.count ? exclusiveKeys : nil)
-        }()
-        var laneGroups = balanced
-            .map { $0.filter { !synthChannels.contains($0.channel) } }.filter { !$0.isEmpty }
-        if laneGroups.isEmpty { laneGroups = [[]] }   // the SoundFont player stays for Bank Select switches back
-        let groups = laneGroups.map { lanes in lanes.map(\.channel) }
-        let plays = ChannelPartition.playing(schedule, channels: ports * 16)
-        var units: [SoundFontUnit] = []
-        do {
-            // FluidSynth shares one copy of the sample data between its synths.
-            for channels in groups {
-                // only the channels that play get an output of their own
-                options.soundingChannels = channels.filter { plays[$0] }
-                // only the presets the group's Program Changes can reach (a
-                // channel's messages only ever reach its own group's unit)
-                let members = Set(channels)
-                options.programs = Set(schedule.events.compactMap { e -> Int? in
-                    guard case .message(.programChange(let c, let program)) = e.kind, members.contains(Int(c)) else { return nil }
-                    return Int(program)
-                })
-                units.append(try SoundFontUnit(fonts: fonts, sampleRate: Double(rate), channels: ports * 16, options: options))
-            }
-        } catch {
-            throw Failure(error.description)
-        }
+        let graph = try orFailure { try GraphBuilder.offline(s.graph, fonts: fonts, schedule: schedule, sampleRate: Double(rate),
+                                                             partitions: Self.partitions) }
+        let units = graph.soundFonts
         if announceSoundFont && !s.quiet { log("SoundFont: \(fonts.joined(separator: ", "))") }
         // Every unit loaded the same fonts: say once what of them is damaged,
         // even with --quiet (the render lacks instruments).
         if announceSoundFont { for w in units.first?.fontWarnings ?? [] { log("spinet: warning: \(w)") } }
-
-        // 3. The engine, driven offline.
-        var config = Engine.Configuration()
-        config.ports = ports
-        config.gainDB = s.gain
-        config.offlineRenderThreads = min(s.threads, groups.count)
-        config.mutedChannels = s.mutedChannels
-        config.soloChannels = s.soloChannels
-        if s.spinetEffects {
-            config.reverb = s.reverb
-            config.chorus = s.chorus
-            config.delay = s.delay
-        }
-        config.equalizer = s.equalizer
-        let engine = Engine(configuration: config)
-        // a split channel: its home unit first, then its guests
-        var splits: [Int: (units: [Int], fixedKeys: [Int])] = [:]
-        for (unit, lanes) in zip(units, laneGroups) {
-            let index = engine.add(unit)
-            for lane in lanes {
-                switch lane.share {
-                case .whole: engine.route(channel: lane.channel, to: index)
-                case .home(let keys): splits[lane.channel, default: ([], [])].units.insert(index, at: 0)
-                                      splits[lane.channel]!.fixedKeys = keys
-                case .guest: splits[lane.channel, default: ([], [])].units.append(index)
-                }
-            }
-        }
-        for (channel, split) in splits.sorted(by: { $0.key < $1.key }) {
-            engine.route(channel: channel, takingTurns: split.units, fixedKeys: split.fixedKeys)
-        }
-        // The synth joins only if something can play it: a silent unit would
-        // still be rendered, mixed and given its wavetables (1.5 MB) each render.
-        let bankSelectsSynth = schedule.events.contains { e in
-            guard case .message(.controlChange(_, MIDIController.bankSelectMSB, let value)) = e.kind else { return false }
-            return OscillatorSynth.bankSelectsSpinetPresets(msb: value)
-        }
-        if !synthChannels.isEmpty || bankSelectsSynth {
-            let synthIndex = engine.add(synth)
-            for c in synthChannels { engine.route(channel: c, to: synthIndex) }
-            engine.routeBank(msb: OscillatorSynth.spinetPresetBank, to: synthIndex)
-        }
-        let queue = engine.addInput(capacity: 16384)
+        let engine = graph.engine, queue = graph.inputs[0], synth = graph.synth, synthChannels = graph.synthChannels
         let renderer = OfflineRenderer(engine: engine, queue: queue, schedule: schedule)
         engine.prepare(sampleRate: Double(rate), maxFrames: renderer.options.blockFrames)
 
-        let writer: AudioFileWriter
-        do {
-            writer = try AudioFileWriter(path: out.writePath, fileDescriptor: out.fileDescriptor,
-                                         format: container, sampleFormat: s.sampleFormat, sampleRate: rate,
-                                         rf64: rf64, name: out.displayName)
-        } catch {
-            throw Failure(error.description)
+        let writer = try orFailure {
+            try AudioFileWriter(path: out.writePath, fileDescriptor: out.fileDescriptor,
+                                format: container, sampleFormat: s.sampleFormat, sampleRate: rate,
+                                rf64: rf64, name: out.displayName)
         }
 
         progress.start(musicSeconds: Double(schedule.endFrame) / Double(rate))
@@ -434,7 +323,7 @@ struct Render: ParsableCommand {
                     if let normalizer { try normalizer.append(left: l, right: r, frames: n) } else { try writer.write(left: l, right: r, frames: n) }
                 },
                 progress: { progress.update($0) },
-                shouldStop: { interruptRequested.load(ordering: .relaxed) })
+                shouldStop: { ProcessSignals.stopRequested.load(ordering: .relaxed) })
         } catch let e as AudioFileError {
             progress.finish()
             out.discard()
@@ -451,9 +340,9 @@ struct Render: ParsableCommand {
             log("spinet: FluidSynth: \(line)")
         }
         // (a signal after the last block still stops it: the exit status says so)
-        if report.interrupted || interruptRequested.load(ordering: .relaxed) {
+        if report.interrupted || ProcessSignals.stopRequested.load(ordering: .relaxed) {
             out.discard()
-            throw Failure("\(interruptDescription()); no output written", status: interruptExitStatus())
+            throw Failure("\(ProcessSignals.interruptDescription()); no output written", status: ProcessSignals.exitStatus())
         }
         // Silent means inaudible, not exactly 0: below the renderer's silence
         // threshold (-90 dBFS, the 16-bit LSB); effects can leave a residue far below it.
@@ -564,11 +453,6 @@ struct Render: ParsableCommand {
         return p
     }
 
-    /// Spinet's oscillator synth, with the factory presets or a preset file.
-    static func makeSynth(presets: String?, polyphony: Int) throws -> OscillatorSynth {
-        OscillatorSynth(presets: try presetBank(presets), polyphony: polyphony)
-    }
-
     /// The factory presets, or those of a preset file.
     static func presetBank(_ path: String?, label: String? = nil) throws -> PresetBank {
         guard let path else { return .factory }
@@ -602,31 +486,9 @@ struct Render: ParsableCommand {
     }
 
     /// Applies `--channel` options; returns the channels that play the synth.
-    /// The first `configCount` came from the config file (`configLabel` names it and its key).
     static func applyAssignments(_ texts: [String], to synth: OscillatorSynth, ports: Int,
                                  configCount: Int = 0, configLabel: String = "") throws -> Set<Int> {
-        var synthChannels = Set<Int>()
-        for (i, text) in texts.enumerated() {
-            let option = i < configCount ? configLabel : "--channel"
-            let a: ChannelAssignment
-            do { a = try ChannelAssignment(parsing: text, ports: max(ports, 1), option: option) } catch { throw Failure(error.description) }
-            for c in a.channels {
-                switch a.instrument {
-                case .soundFont:
-                    synthChannels.remove(c)
-                case .synth(let preset):
-                    synthChannels.insert(c)
-                    if let preset {
-                        do {
-                            try synth.setPreset(preset, channel: c)
-                        } catch {
-                            throw Failure("\(option) \(text): \(error.description)")
-                        }
-                    }
-                }
-            }
-        }
-        return synthChannels
+        try orFailure { try GraphBuilder.applyAssignments(texts, to: synth, ports: ports, configCount: configCount, configLabel: configLabel) }
     }
 
     /// Why no output name can be derived from `input` (nil: it can): standard
@@ -722,6 +584,32 @@ struct RenderSettings: Sendable {
     var filesInUse: [FileInUse] = []
 }
 
+extension RenderSettings {
+    /// What the graph builder makes of these settings (ports and render
+    /// threads are decided per file).
+    var graph: GraphSettings {
+        var g = GraphSettings()
+        g.engine.gainDB = gain
+        g.engine.mutedChannels = mutedChannels
+        g.engine.soloChannels = soloChannels
+        if spinetEffects {
+            g.engine.reverb = reverb
+            g.engine.chorus = chorus
+            g.engine.delay = delay
+        }
+        g.engine.equalizer = equalizer
+        g.soundFont.polyphony = polyphony
+        g.soundFont.fluidEffects = fluidEffects
+        g.presets = presetBank
+        g.synthPolyphony = 256
+        g.channelAssignments = channelAssignments
+        g.configChannelCount = configChannelCount
+        g.configLabel = configLabel
+        g.renderThreads = threads
+        return g
+    }
+}
+
 /// What one file's render did.
 struct FileRender: Sendable {
     var report: RenderReport
@@ -779,61 +667,4 @@ final class ProgressBar: RenderProgress {
         return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "
             + formatted("%3ld%%", Int(f * 100))
     }
-}
-
-/// The signals that stop Spinet: each asks the work to stop and clean up
-/// (a render removes its temporary files; play fades out), and the exit
-/// status is 128 + the signal's number. SIGHUP is left out for `spinet
-/// play`, where it reloads the SoundFont.
-let stoppingSignals: [(signal: Int32, name: String)] = [
-    (SIGINT, "SIGINT"), (SIGTERM, "SIGTERM"), (SIGHUP, "SIGHUP"), (SIGQUIT, "SIGQUIT"),
-    (SIGUSR1, "SIGUSR1"), (SIGUSR2, "SIGUSR2"), (SIGALRM, "SIGALRM"),
-]
-
-/// 128 + the first stopping signal (SIGINT 130, SIGTERM 143, SIGQUIT 131).
-func interruptExitStatus() -> Int32 {
-    let s = interruptSignal.load(ordering: .relaxed)
-    return 128 + (s == 0 ? SIGINT : s)
-}
-
-/// "interrupted", naming the signal unless it was Ctrl-C.
-func interruptDescription() -> String {
-    let s = interruptSignal.load(ordering: .relaxed)
-    guard s != 0, s != SIGINT, let name = stoppingSignals.first(where: { $0.signal == s })?.name else { return "interrupted" }
-    return "interrupted by \(name)"
-}
-
-/// Each stopping signal (`stoppingSignals`; SIGHUP too unless `hangUp` is
-/// false) asks the work to stop: the render loop removes its temporary
-/// file, play fades out. A second one removes every temporary file and
-/// exits at once. The handler is async-signal-safe: atomics, unlink, _exit.
-/// (SIGQUIT left to the Swift runtime would print a crash report and let
-/// the work go on.)
-func installInterruptHandlers(hangUp: Bool = true) {
-    signal(SIGPIPE, SIG_IGN)
-    // Globals are initialized on first use: do it here, not in the handler.
-    _ = interruptRequested.load(ordering: .relaxed)
-    _ = interruptSignal.load(ordering: .relaxed)
-    let signals = stoppingSignals.map(\.signal).filter { hangUp || $0 != SIGHUP }
-    var action = sigaction()
-    action.__sigaction_handler.sa_handler = { sig in
-        _ = interruptSignal.compareExchange(expected: 0, desired: sig, ordering: .relaxed)
-        if interruptRequested.exchange(true, ordering: .relaxed) {
-            OutputFile.unlinkPendingFromSignalHandler()
-            _exit(128 + interruptSignal.load(ordering: .relaxed))
-        }
-    }
-    // One handler at a time; a write to a pipe is restarted, not failed with EINTR.
-    sigemptyset(&action.sa_mask)
-    for s in signals { sigaddset(&action.sa_mask, s) }
-    action.sa_flags = SA_RESTART
-    // A process inherits its parent's blocked-signal mask; a launcher that
-    // blocks SIGINT must not make Ctrl-C (or `kill -INT`) do nothing here.
-    var unblock = sigset_t()
-    sigemptyset(&unblock)
-    for s in signals {
-        sigaction(s, &action, nil)
-        sigaddset(&unblock, s)
-    }
-    pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
 }

@@ -5,6 +5,7 @@ import SpinetEngine
 import SpinetSupport
 import Synchronization
 import SpinetFile
+import SpinetRig
 import SpinetMIDI
 import SpinetSoundFont
 
@@ -39,11 +40,7 @@ extension Render {
         } else {
             container = .wav
         }
-        do {
-            try AudioFileWriter.validate(format: container, sampleFormat: settings.sampleFormat, sampleRate: settings.rate)
-        } catch {
-            throw Failure(error.description)
-        }
+        try orFailure { try AudioFileWriter.validate(format: container, sampleFormat: settings.sampleFormat, sampleRate: settings.rate) }
         let jobCount = jobs ?? ProcessInfo.processInfo.activeProcessorCount
         guard (1...Self.maxJobs).contains(jobCount) else {
             throw Failure("--jobs \(jobCount) is out of range; use 1 to \(Self.maxJobs)")
@@ -120,12 +117,7 @@ extension Render {
         fontOptions.polyphony = settings.polyphony
         fontOptions.fluidEffects = settings.fluidEffects
         fontOptions.programs = []       // it plays nothing: its presets would only take memory
-        let fontHolder: SoundFontUnit
-        do {
-            fontHolder = try SoundFontUnit(fonts: fonts, sampleRate: Double(settings.rate), options: fontOptions)
-        } catch {
-            throw Failure(error.description)
-        }
+        let fontHolder = try orFailure { try SoundFontUnit(fonts: fonts, sampleRate: Double(settings.rate), options: fontOptions) }
         defer { withExtendedLifetime(fontHolder) {} }
 
         // 4. The output directories: created if missing, and proven writable.
@@ -185,8 +177,8 @@ extension Render {
         // 7. The outcome.
         let (rendered, failed, interrupted) = batch.outcome
         if interrupted {
-            throw Failure("\(interruptDescription()); \(rendered.count) of \(inputs.count) files were rendered in full and kept, no partial file left",
-                          status: interruptExitStatus())
+            throw Failure("\(ProcessSignals.interruptDescription()); \(rendered.count) of \(inputs.count) files were rendered in full and kept, no partial file left",
+                          status: ProcessSignals.exitStatus())
         }
         if !quiet {
             printError(Self.batchSummary(files: inputs.count, rendered: rendered, failed: failed, skipped: skipped.count,
@@ -249,7 +241,7 @@ final class BatchState: Sendable {
 
     /// The index of the next input to render, or nil when none is left or the batch was interrupted.
     func take() -> Int? {
-        if interruptRequested.load(ordering: .relaxed) { return nil }
+        if ProcessSignals.stopRequested.load(ordering: .relaxed) { return nil }
         let i = next.add(1, ordering: .relaxed).oldValue
         return i < order.count ? order[i] : nil
     }
@@ -259,7 +251,7 @@ final class BatchState: Sendable {
     func interrupted() { results.withLock { $0.interrupted = true } }
 
     var outcome: (rendered: [FileRender], failed: [String], interrupted: Bool) {
-        results.withLock { r in (r.rendered, r.failed, r.interrupted || interruptRequested.load(ordering: .relaxed)) }
+        results.withLock { r in (r.rendered, r.failed, r.interrupted || ProcessSignals.stopRequested.load(ordering: .relaxed)) }
     }
 }
 
@@ -282,16 +274,11 @@ struct BatchJob: Sendable {
             let input = inputs[i]
             let progress = BatchDisplay.FileProgress(display: display, slot: slot, estimate: estimates[i])
             do {
-                let out: OutputFile
-                do {
-                    out = try OutputFile(target: targets[i], force: force, format: container, inUse: inUse)
-                } catch {
-                    throw Failure(error.description)
-                }
+                let out = try orFailure { try OutputFile(target: targets[i], force: force, format: container, inUse: inUse) }
                 var notes: OutputFile?
                 if let notesDirectory {
                     let name = URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + ".csv"
-                    do { notes = try OutputFile(target: notesDirectory + "/" + name, force: force, inUse: inUse) } catch { throw Failure(error.description) }
+                    notes = try orFailure { try OutputFile(target: notesDirectory + "/" + name, force: force, inUse: inUse) }
                 }
                 let r = try Render.renderFile(input, to: out, format: container, settings: settings, notes: notes,
                                               announceSoundFont: false, progress: progress, log: display.print)

@@ -35,6 +35,20 @@ func printError(_ line: String) {
     writeStandardError(clippingEchoes(line) + "\n")
 }
 
+/// Runs `body`; an error it throws becomes a `Failure` whose message is the
+/// error's one-line description (`prefix` first). A `Failure` passes as it is.
+/// Every error type Spinet's modules throw (`SoundFontError`, `ALSAError`,
+/// `RigError`, `ConfigError`, ...) describes itself in one line.
+func orFailure<T>(_ prefix: String = "", _ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let f as Failure {
+        throw f
+    } catch {
+        throw Failure(prefix + String(describing: error))
+    }
+}
+
 /// A failure the user can act on: printed as one line, exit status 1.
 struct Failure: Error {
     var message: String

@@ -1,10 +1,12 @@
-import XCTest
+import Testing
 @testable import SpinetALSA
+import SpinetMIDI
 
 /// The tempo of a MIDI clock (24 ticks per quarter note), which the live
 /// delay follows: exact for a steady clock, steady under arrival jitter,
 /// quick to follow a tempo change, and starting over when the clock stops.
-final class MIDIClockTempoTests: XCTestCase {
+@Suite("MIDIClockTempo")
+struct MIDIClockTempoTests {
     /// Feeds `beats` beats of ticks at `bpm` from `start` (ns), each tick
     /// displaced by `jitter(i)` ns; returns every tempo reported and the
     /// time after the last tick.
@@ -19,21 +21,21 @@ final class MIDIClockTempoTests: XCTestCase {
         return (reports, start + Int64((Double(beats * 24) * interval).rounded()))
     }
 
-    func testASteadyClockGivesItsTempoAfterOneBeatAndThenStaysQuiet() {
+    @Test func aSteadyClockGivesItsTempoAfterOneBeatAndThenStaysQuiet() {
         var clock = MIDIClockTempo()
         // the first 24 ticks measure nothing yet: a beat needs 25
         var none = MIDIClockTempo()
-        XCTAssertEqual(feed(&none, bpm: 128, beats: 1).reports, [])
+        #expect(feed(&none, bpm: 128, beats: 1).reports == [])
         let (reports, _) = feed(&clock, bpm: 128, beats: 8)
-        XCTAssertEqual(reports.count, 1)
-        XCTAssertEqual(reports[0], 128, accuracy: 0.01)
-        XCTAssertEqual(clock.tempo ?? 0, 128, accuracy: 0.01)
+        #expect(reports.count == 1)
+        #expect(abs(reports[0] - 128) <= 0.01)
+        #expect(abs((clock.tempo ?? 0) - 128) <= 0.01)
     }
 
     /// Up to ±1 ms of arrival jitter on every tick (a busy system, no
     /// kernel time stamps): one or two reports over 16 beats, not a new
     /// tempo every tick, each within 0.5% of the true tempo.
-    func testArrivalJitterIsAveragedOverTheBeat() {
+    @Test func arrivalJitterIsAveragedOverTheBeat() {
         var clock = MIDIClockTempo()
         var state: UInt64 = 0x2545_F491_4F6C_DD1D   // a fixed sequence: the test is repeatable
         let jitter = (0..<(16 * 24)).map { _ -> Int64 in
@@ -41,51 +43,51 @@ final class MIDIClockTempoTests: XCTestCase {
             return Int64(state >> 33) % 2_000_001 - 1_000_000
         }
         let (reports, _) = feed(&clock, bpm: 140, beats: 16) { jitter[$0] }
-        XCTAssertGreaterThanOrEqual(reports.count, 1)
-        XCTAssertLessThanOrEqual(reports.count, 2, "\(reports)")
-        for r in reports { XCTAssertEqual(r, 140, accuracy: 0.7) }
+        #expect(reports.count >= 1)
+        #expect(reports.count <= 2, "\(reports)")
+        for r in reports { #expect(abs(r - 140) <= 0.7) }
     }
 
     /// The DAW goes from 120 to 90 bpm: followed within a beat (to 3%),
     /// only downwards, and to 0.5% once the long measurement holds only the
     /// new tempo.
-    func testATempoChangeIsFollowedWithinABeat() {
+    @Test func aTempoChangeIsFollowedWithinABeat() {
         var clock = MIDIClockTempo()
         let first = feed(&clock, bpm: 120, beats: 6)
-        XCTAssertEqual(first.reports, [first.reports[0]])
-        XCTAssertEqual(first.reports[0], 120, accuracy: 0.01)
+        #expect(first.reports == [first.reports[0]])
+        #expect(abs(first.reports[0] - 120) <= 0.01)
         let second = feed(&clock, bpm: 90, beats: 1, from: first.end)
-        XCTAssertFalse(second.reports.isEmpty)
-        XCTAssertTrue(second.reports.allSatisfy { $0 < 120 && $0 >= 89.99 }, "\(second.reports)")
-        XCTAssertEqual(clock.tempo ?? 0, 90, accuracy: 2.7)
+        #expect(!second.reports.isEmpty)
+        #expect(second.reports.allSatisfy { $0 < 120 && $0 >= 89.99 }, "\(second.reports)")
+        #expect(abs((clock.tempo ?? 0) - 90) <= 2.7)
         let third = feed(&clock, bpm: 90, beats: 4, from: second.end)
         let all = second.reports + third.reports
-        XCTAssertEqual(all, all.sorted(by: >), "\(all)")
-        XCTAssertEqual(clock.tempo ?? 0, 90, accuracy: 0.45)
+        #expect(all == all.sorted(by: >), "\(all)")
+        #expect(abs((clock.tempo ?? 0) - 90) <= 0.45)
     }
 
     /// A clock that stops and starts again later at another tempo: the
     /// pause is not measured as one long beat, and a new beat is needed.
-    func testAPauseStartsANewMeasurement() {
+    @Test func aPauseStartsANewMeasurement() {
         var clock = MIDIClockTempo()
         let first = feed(&clock, bpm: 100, beats: 2)
         let later = first.end + 3_000_000_000
         var partial = clock
-        XCTAssertEqual(feed(&partial, bpm: 150, beats: 1, from: later).reports, [])   // 24 ticks: not yet
+        #expect(feed(&partial, bpm: 150, beats: 1, from: later).reports == [])   // 24 ticks: not yet
         let second = feed(&clock, bpm: 150, beats: 2, from: later)
-        XCTAssertEqual(second.reports.count, 1)
-        XCTAssertEqual(second.reports[0], 150, accuracy: 0.01)
+        #expect(second.reports.count == 1)
+        #expect(abs(second.reports[0] - 150) <= 0.01)
         // Start/Continue/Stop: the same
         clock.restart()
-        XCTAssertNil(clock.tick(at: later + 5_000_000_000))
+        #expect(clock.tick(at: later + 5_000_000_000) == nil)
     }
 
     /// A clock far outside 20-400 bpm is taken for a broken one.
-    func testImplausibleTempiAreNotReported() {
+    @Test func implausibleTempiAreNotReported() {
         var fast = MIDIClockTempo()
-        XCTAssertEqual(feed(&fast, bpm: 1000, beats: 4).reports, [])
+        #expect(feed(&fast, bpm: 1000, beats: 4).reports == [])
         var slow = MIDIClockTempo()
-        XCTAssertEqual(feed(&slow, bpm: 10, beats: 4).reports, [])   // 0.25 s between ticks: under the gap
-        XCTAssertNil(fast.tempo)
+        #expect(feed(&slow, bpm: 10, beats: 4).reports == [])   // 0.25 s between ticks: under the gap
+        #expect(fast.tempo == nil)
     }
 }

@@ -1,47 +1,49 @@
 import Foundation
-import XCTest
+import Testing
 @testable import SpinetALSA
+import SpinetHost
 
 /// The record ring (render thread -> writer thread) and the conversion to
 /// device sample formats.
-final class RecordRingTests: XCTestCase {
+@Suite("RecordRing")
+struct RecordRingTests {
     private func ramp(_ start: Int, _ n: Int) -> ([Float], [Float]) {
         ((0..<n).map { Float(start + $0) }, (0..<n).map { -Float(start + $0) })
     }
 
-    func testFramesComeOutInOrderAcrossTheWrap() {
+    @Test func framesComeOutInOrderAcrossTheWrap() {
         let ring = RecordRing(capacity: 8)
-        XCTAssertEqual(ring.capacity, 8)
+        #expect(ring.capacity == 8)
         var l = [Float](repeating: 0, count: 8), r = [Float](repeating: 0, count: 8)
         var next = 0
         var expected = 0
         for _ in 0..<10 {
             let (a, b) = ramp(next, 5)
-            XCTAssertEqual(ring.write(left: a, right: b, frames: 5), 5)
+            #expect(ring.write(left: a, right: b, frames: 5) == 5)
             next += 5
             let n = ring.read(left: &l, right: &r, maxFrames: 8)
-            XCTAssertEqual(n, 5)
+            #expect(n == 5)
             for i in 0..<n {
-                XCTAssertEqual(l[i], Float(expected))
-                XCTAssertEqual(r[i], -Float(expected))
+                #expect(l[i] == Float(expected))
+                #expect(r[i] == -Float(expected))
                 expected += 1
             }
         }
-        XCTAssertEqual(ring.lostFrames, 0)
+        #expect(ring.lostFrames == 0)
     }
 
-    func testAFullRingCountsLostFramesAndNeverOverwrites() {
+    @Test func aFullRingCountsLostFramesAndNeverOverwrites() {
         let ring = RecordRing(capacity: 8)
         let (a, b) = ramp(0, 6)
-        XCTAssertEqual(ring.write(left: a, right: b, frames: 6), 6)
-        XCTAssertEqual(ring.write(left: a, right: b, frames: 6), 2)
-        XCTAssertEqual(ring.lostFrames, 4)
+        #expect(ring.write(left: a, right: b, frames: 6) == 6)
+        #expect(ring.write(left: a, right: b, frames: 6) == 2)
+        #expect(ring.lostFrames == 4)
         var l = [Float](repeating: 0, count: 8), r = [Float](repeating: 0, count: 8)
-        XCTAssertEqual(ring.read(left: &l, right: &r, maxFrames: 8), 8)
-        XCTAssertEqual(Array(l[0..<8]), [0, 1, 2, 3, 4, 5, 0, 1])
+        #expect(ring.read(left: &l, right: &r, maxFrames: 8) == 8)
+        #expect(Array(l[0..<8]) == [0, 1, 2, 3, 4, 5, 0, 1])
     }
 
-    func testConcurrentWriterAndReaderKeepEveryFrame() {
+    @Test func concurrentWriterAndReaderKeepEveryFrame() {
         let ring = RecordRing(capacity: 1024)
         let total = 200_000
         let writer = Thread {
@@ -69,18 +71,19 @@ final class RecordRingTests: XCTestCase {
             let n = ring.read(left: &l, right: &r, maxFrames: 256)
             for i in 0..<n {
                 if l[i] != Float(expected) || r[i] != -Float(expected) {
-                    XCTFail("frame \(expected): got \(l[i]), \(r[i])")
+                    Issue.record("frame \(expected): got \(l[i]), \(r[i])")
                     return
                 }
                 expected += 1
             }
         }
-        XCTAssertEqual(expected, total)
-        XCTAssertEqual(ring.lostFrames, 0)
+        #expect(expected == total)
+        #expect(ring.lostFrames == 0)
     }
 }
 
-final class SampleConverterTests: XCTestCase {
+@Suite("SampleConverter")
+struct SampleConverterTests {
     private func convert(_ format: DeviceSampleFormat, channels: Int = 2, _ left: [Float], _ right: [Float]) -> [UInt8] {
         var c = SampleConverter(format: format, channels: channels)
         var out = [UInt8](repeating: 0xAA, count: left.count * c.bytesPerFrame)
@@ -92,36 +95,36 @@ final class SampleConverterTests: XCTestCase {
         bytes.withUnsafeBytes { Array($0.bindMemory(to: T.self)) }
     }
 
-    func testFloatIsInterleavedAndClamped() {
+    @Test func floatIsInterleavedAndClamped() {
         let out = convert(.float32, [0.5, 2], [-0.25, .nan])
         let f = out.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
-        XCTAssertEqual(f, [0.5, -0.25, 1, 0])
+        #expect(f == [0.5, -0.25, 1, 0])
     }
 
-    func testInt32AndInt24() {
-        XCTAssertEqual(ints(convert(.int32, [1, -1], [0, 0.5]), Int32.self), [2_147_483_647, 0, -2_147_483_647, 1_073_741_824])
-        XCTAssertEqual(ints(convert(.int24, [1, -1], [0, 0.5]), Int32.self), [8_388_607, 0, -8_388_607, 4_194_304])
+    @Test func int32AndInt24() {
+        #expect(ints(convert(.int32, [1, -1], [0, 0.5]), Int32.self) == [2_147_483_647, 0, -2_147_483_647, 1_073_741_824])
+        #expect(ints(convert(.int24, [1, -1], [0, 0.5]), Int32.self) == [8_388_607, 0, -8_388_607, 4_194_304])
     }
 
-    func testPackedInt24IsThreeLittleEndianBytes() {
+    @Test func packedInt24IsThreeLittleEndianBytes() {
         let out = convert(.int24Packed, [1], [-1])
-        XCTAssertEqual(out, [0xFF, 0xFF, 0x7F, 0x01, 0x00, 0x80])
+        #expect(out == [0xFF, 0xFF, 0x7F, 0x01, 0x00, 0x80])
     }
 
-    func testInt16IsDitheredWithinOneStep() {
+    @Test func int16IsDitheredWithinOneStep() {
         let n = 1000
         let out = ints(convert(.int16, [Float](repeating: 0.25, count: n), [Float](repeating: 0, count: n)), Int16.self)
         let left = stride(from: 0, to: 2 * n, by: 2).map { Int(out[$0]) }
         let right = stride(from: 1, to: 2 * n, by: 2).map { Int(out[$0]) }
-        XCTAssertTrue(left.allSatisfy { abs($0 - 8192) <= 1 }, "\(left.prefix(10))")
-        XCTAssertTrue(right.allSatisfy { abs($0) <= 1 })
-        XCTAssertEqual(Double(left.reduce(0, +)) / Double(n), 8191.75, accuracy: 0.1)
+        #expect(left.allSatisfy { abs($0 - 8192) <= 1 }, "\(left.prefix(10))")
+        #expect(right.allSatisfy { abs($0) <= 1 })
+        #expect(abs((Double(left.reduce(0, +)) / Double(n)) - 8191.75) <= 0.1)
     }
 
-    func testMonoGetsTheSumAndExtraChannelsSilence() {
+    @Test func monoGetsTheSumAndExtraChannelsSilence() {
         let mono = convert(.float32, channels: 1, [0.5], [0.25]).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
-        XCTAssertEqual(mono, [0.375])
+        #expect(mono == [0.375])
         let quad = convert(.float32, channels: 4, [0.5], [0.25]).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
-        XCTAssertEqual(quad, [0.5, 0.25, 0, 0])
+        #expect(quad == [0.5, 0.25, 0, 0])
     }
 }

@@ -3,8 +3,14 @@ import SpinetEngine
 import SpinetMIDI
 import SpinetTestSupport
 import Synchronization
-import XCTest
+import Testing
 @testable import SpinetALSA
+import SpinetHost
+import SpinetRig
+
+final class ThreadLog: Sendable {
+    let threads = Mutex<[UInt]>([])
+}
 
 /// A unit that writes a constant per held note and logs what it receives.
 final class LoggingUnit: InstrumentUnit, @unchecked Sendable {
@@ -13,15 +19,18 @@ final class LoggingUnit: InstrumentUnit, @unchecked Sendable {
     var received: [MIDIMessage] = []
     var held = Set<UInt8>()
     var logging = true
-    static let deinitThreads = Mutex<[UInt]>([])
+    /// Where this unit notes the thread it is released on, when a test asks
+    /// (suites run in parallel: a log per test, not one for every unit).
+    let deinitLog: ThreadLog?
 
-    init(name: String, level: Float) {
+    init(name: String, level: Float, deinitLog: ThreadLog? = nil) {
         self.name = name
         self.level = level
+        self.deinitLog = deinitLog
         received.reserveCapacity(4096)
         held.reserveCapacity(128)
     }
-    deinit { Self.deinitThreads.withLock { $0.append(UInt(pthread_self())) } }
+    deinit { deinitLog?.threads.withLock { $0.append(UInt(pthread_self())) } }
 
     func prepare(sampleRate: Double, maxFrames: Int, channels: Int) {}
     func receive(_ message: MIDIMessage) {
@@ -50,7 +59,8 @@ final class LoggingUnit: InstrumentUnit, @unchecked Sendable {
     var activeVoices: Int { held.count }
 }
 
-final class SwappableInstrumentTests: XCTestCase {
+@Suite("SwappableInstrument")
+final class SwappableInstrumentTests {
     let frames = 64
     var left = [Float](repeating: 0, count: 64)
     var right = [Float](repeating: 0, count: 64)
@@ -59,7 +69,7 @@ final class SwappableInstrumentTests: XCTestCase {
         for _ in 0..<times { slot.render(left: &left, right: &right, frames: frames) }
     }
 
-    func testNewInstrumentGetsTheChannelStateAndNewNotes() {
+    @Test func newInstrumentGetsTheChannelStateAndNewNotes() {
         let old = LoggingUnit(name: "old", level: 1)
         let slot = SwappableInstrument(old, channels: 16)
         slot.prepare(sampleRate: 1000, maxFrames: 64, channels: 16)
@@ -70,30 +80,30 @@ final class SwappableInstrumentTests: XCTestCase {
         slot.receive(.pitchBend(channel: 2, value: 9000))
         slot.receive(.noteOn(channel: 2, key: 60, velocity: 100))
         render(slot)
-        XCTAssertEqual(left[0], 1)
+        #expect(left[0] == 1)
 
         let new = LoggingUnit(name: "new", level: 10)
-        XCTAssertTrue(slot.offer(new))
-        XCTAssertFalse(slot.offer(LoggingUnit(name: "third", level: 0)), "one swap at a time")
+        #expect(slot.offer(new))
+        #expect(!slot.offer(LoggingUnit(name: "third", level: 0)), "one swap at a time")
         render(slot)
-        XCTAssertEqual(new.received, [.controlChange(channel: 2, controller: 0, value: 1),
+        #expect(new.received == [.controlChange(channel: 2, controller: 0, value: 1),
                                       .programChange(channel: 2, program: 19),
                                       .controlChange(channel: 2, controller: 7, value: 90),
                                       .pitchBend(channel: 2, value: 9000)])
         // The old note rings on (1) beside the new instrument (silent so far).
-        XCTAssertEqual(left[0], 1)
+        #expect(left[0] == 1)
         slot.receive(.noteOn(channel: 2, key: 64, velocity: 100))
         render(slot)
-        XCTAssertEqual(left[0], 11, "old note (1) + new note (10)")
-        XCTAssertFalse(old.held.contains(64), "new notes go to the new instrument only")
+        #expect(left[0] == 11, "old note (1) + new note (10)")
+        #expect(!old.held.contains(64), "new notes go to the new instrument only")
         // The note-off reaches the old instrument; its sound ends.
         slot.receive(.noteOff(channel: 2, key: 60, velocity: 0))
         render(slot)
-        XCTAssertEqual(left[0], 10)
-        XCTAssertEqual(slot.activeVoices, 1)
+        #expect(left[0] == 10)
+        #expect(slot.activeVoices == 1)
     }
 
-    func testEffectSendsOfBothInstrumentsPassThrough() {
+    @Test func effectSendsOfBothInstrumentsPassThrough() {
         let old = LoggingUnit(name: "old", level: 1)
         let slot = SwappableInstrument(old, channels: 16)
         slot.prepare(sampleRate: 1000, maxFrames: 64, channels: 16)
@@ -101,21 +111,21 @@ final class SwappableInstrumentTests: XCTestCase {
         defer { buffers.deallocate() }
         let out = UnitOutput(planar: buffers, stride: 64)
         slot.receive(.noteOn(channel: 0, key: 60, velocity: 100))
-        XCTAssertTrue(slot.offer(LoggingUnit(name: "new", level: 10)))
+        #expect(slot.offer(LoggingUnit(name: "new", level: 10)))
         slot.render(out, frames: 64)
         slot.receive(.noteOn(channel: 0, key: 62, velocity: 100))
         slot.render(out, frames: 64)
-        XCTAssertEqual([out.left[5], out.reverbRight[5], out.chorusLeft[5], out.delayRight[5]], [11, 22, 33, 44])
+        #expect([out.left[5], out.reverbRight[5], out.chorusLeft[5], out.delayRight[5]] == [11, 22, 33, 44])
     }
 
-    func testOldInstrumentIsReleasedOnTheControlThreadNotTheRenderThread() {
-        var old: LoggingUnit? = LoggingUnit(name: "old", level: 1)
+    @Test func oldInstrumentIsReleasedOnTheControlThreadNotTheRenderThread() {
+        let deinitLog = ThreadLog()
+        var old: LoggingUnit? = LoggingUnit(name: "old", level: 1, deinitLog: deinitLog)
         let slot = SwappableInstrument(old!, channels: 16)
         slot.prepare(sampleRate: 1000, maxFrames: 64, channels: 16)
         weak let weakOld = old
         old = nil
-        LoggingUnit.deinitThreads.withLock { $0.removeAll() }
-        XCTAssertTrue(slot.offer(LoggingUnit(name: "new", level: 1)))
+        #expect(slot.offer(LoggingUnit(name: "new", level: 1)))
         // Render on another thread until the old unit (silent) has rung out its tail.
         let renderThread = Thread {
             var l = [Float](repeating: 0, count: 64), r = [Float](repeating: 0, count: 64)
@@ -123,33 +133,34 @@ final class SwappableInstrumentTests: XCTestCase {
         }
         renderThread.start()
         while !renderThread.isFinished { usleep(1000) }
-        XCTAssertNotNil(weakOld, "the render thread must not drop the last reference")
-        XCTAssertTrue(slot.isSwapComplete)
-        XCTAssertNil(weakOld)
-        XCTAssertEqual(LoggingUnit.deinitThreads.withLock { $0 }, [UInt(pthread_self())])
+        #expect(weakOld != nil, "the render thread must not drop the last reference")
+        #expect(slot.isSwapComplete)
+        #expect(weakOld == nil)
+        #expect(deinitLog.threads.withLock { $0 } == [UInt(pthread_self())])
     }
 
-    func testRingOutIsCappedWithAFade() {
+    @Test func ringOutIsCappedWithAFade() {
         let old = LoggingUnit(name: "old", level: 1)
         let slot = SwappableInstrument(old, channels: 16, ringOutSeconds: 0.2)
         slot.prepare(sampleRate: 1000, maxFrames: 64, channels: 16)
         slot.receive(.noteOn(channel: 0, key: 60, velocity: 100))   // never released
-        XCTAssertTrue(slot.offer(LoggingUnit(name: "new", level: 1)))
+        #expect(slot.offer(LoggingUnit(name: "new", level: 1)))
         var last: [Float] = []
         for _ in 0..<4 { render(slot); last += left }
-        XCTAssertEqual(last[0], 1)
-        XCTAssertEqual(last[199], 0, accuracy: 0.03, "faded out by the end of the ring-out time")
-        XCTAssertTrue(zip(last.dropFirst(150), last.dropFirst(151)).allSatisfy { $0 >= $1 }, "a ramp, not a step")
-        XCTAssertEqual(last[255], 0)
-        XCTAssertTrue(slot.isSwapComplete)
+        #expect(last[0] == 1)
+        #expect(abs(last[199] - 0) <= 0.03, "faded out by the end of the ring-out time")
+        #expect(zip(last.dropFirst(150), last.dropFirst(151)).allSatisfy { $0 >= $1 }, "a ramp, not a step")
+        #expect(last[255] == 0)
+        #expect(slot.isSwapComplete)
     }
 }
 
 /// The render-path pieces of SpinetALSA allocate, free, lock and call the
 /// kernel for nothing (the render thread's rule).
-final class RealtimeSafetyTests: XCTestCase {
-    func testRenderPathPiecesAreRealtimeSafe() throws {
-        try XCTSkipUnless(RealtimeProbe.isActive, "the allocation probe is not active in this process")
+@Suite("ALSA render path: real-time safety")
+struct RealtimeSafetyTests {
+    @Test(.enabled(if: RealtimeProbe.isActive, "the allocation probe is not active in this process"))
+    func renderPathPiecesAreRealtimeSafe() {
         let ring = RecordRing(capacity: 4096)
         let timeline = AudioTimeline()
         var converter = SampleConverter(format: .int16, channels: 2)
@@ -182,17 +193,17 @@ final class RealtimeSafetyTests: XCTestCase {
         }
         period(0)   // first run: metadata and witness tables
         _ = ring.read(left: drainL, right: drainR, maxFrames: 4096)
-        XCTAssertTrue(slot.offer(new))
+        #expect(slot.offer(new))
         let counts = RealtimeProbe.counts {
             for i in 1...8 { period(i) }   // takes the new unit, rings the old out, retires it
         }
-        XCTAssertEqual(counts.allocations, 0)
-        XCTAssertEqual(counts.frees, 0)
-        XCTAssertEqual(counts.locks, 0)
-        XCTAssertTrue(slot.isSwapComplete)
+        #expect(counts.allocations == 0)
+        #expect(counts.frees == 0)
+        #expect(counts.locks == 0)
+        #expect(slot.isSwapComplete)
         _ = ring.read(left: drainL, right: drainR, maxFrames: 4096)
         if let report = RealtimeProbe.syscallReport({ for i in 9...12 { period(i) } }) {
-            XCTAssertEqual(report.count, 0, report.description)
+            #expect(report.count == 0, "\(report.description)")
         }
     }
 }

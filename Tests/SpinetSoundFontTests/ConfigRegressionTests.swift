@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpinetTestSupport
 import SpinetFile
+import SpinetSettings
 
 // Replays every config file that ever broke the config reader or the
 // channel spec parsers (Regressions/config/, see Regressions/README.md) and

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpinetEngine
 import SpinetFile
+import SpinetSettings
 import SpinetMIDI
 import SpinetSoundFont
 import SpinetTestSupport

@@ -8,9 +8,10 @@
 /// (no F7: a status byte or a new F0 cuts it off) is dropped too, and
 /// `lastAbandoned` tells its source and size, so it can be reported.
 ///
-/// Sequencer thread only.
-struct SysExAssembler {
-    enum Outcome: Equatable {
+/// `Source` names a MIDI source the way its driver does (an ALSA sequencer
+/// address, a JACK port). The thread that reads the MIDI input owns it.
+public struct SysExReassembler<Source: Equatable & Sendable> {
+    public enum Outcome: Equatable {
         /// Waiting for more pieces.
         case incomplete
         /// A message longer than `maxBytes` (counting F0 and F7) ended and was dropped.
@@ -19,25 +20,25 @@ struct SysExAssembler {
         case stray
     }
 
-    let maxBytes: Int
+    public let maxBytes: Int
     private let slotCount: Int
     private let storage: UnsafeMutablePointer<UInt8>
-    private var sources: [SequencerAddress?]
+    private var sources: [Source?]
     private var lengths: [Int]        // bytes stored
     private var totals: [Int]         // bytes seen (also those beyond the bound)
     private var lastUse: [UInt64]
     private var clock: UInt64 = 0
     /// Partial messages abandoned (another message started, a channel
     /// message interrupted it, or its buffer was taken by another source).
-    private(set) var abandoned = 0
+    public private(set) var abandoned = 0
     /// The latest abandoned partial message: its source and the bytes seen
     /// (also those beyond the bound).
-    private(set) var lastAbandoned: (source: SequencerAddress, totalBytes: Int)?
+    public private(set) var lastAbandoned: (source: Source, totalBytes: Int)?
 
     /// - Parameters:
     ///   - maxBytes: the longest message passed on, F0 and F7 included.
     ///   - sources: how many sources may be in the middle of a message at once.
-    init(maxBytes: Int = 65536, sources: Int = 8) {
+    public init(maxBytes: Int = 65536, sources: Int = 8) {
         self.maxBytes = max(maxBytes, 2)
         slotCount = max(sources, 1)
         storage = .allocate(capacity: self.maxBytes * slotCount)
@@ -48,19 +49,19 @@ struct SysExAssembler {
     }
 
     /// Frees the buffers. Call once, when done.
-    func deallocate() {
+    public func deallocate() {
         storage.deallocate()
     }
 
     /// True while a message from `source` is waiting for its end.
-    func isPending(_ source: SequencerAddress) -> Bool {
+    public func isPending(_ source: Source) -> Bool {
         slot(of: source) != nil
     }
 
     /// Adds one piece from `source`. `complete` receives a finished message
     /// (F0 ... F7; valid only during the call). Returns what became of the piece.
     @discardableResult
-    mutating func add(_ piece: UnsafeBufferPointer<UInt8>, from source: SequencerAddress,
+    public mutating func add(_ piece: UnsafeBufferPointer<UInt8>, from source: Source,
                       complete: (UnsafeBufferPointer<UInt8>) -> Void) -> Outcome {
         guard let first = piece.first, let last = piece.last else { return .incomplete }
         clock &+= 1
@@ -100,26 +101,27 @@ struct SysExAssembler {
 
     /// A channel message from `source` interrupts its SysEx (as any status
     /// byte does on the wire): the partial message is dropped.
-    mutating func interrupt(_ source: SequencerAddress) {
+    public mutating func interrupt(_ source: Source) {
         if let i = slot(of: source) { abandon(i) }
     }
 
     /// Forgets a source's partial message (it went away).
-    mutating func forget(_ source: SequencerAddress) {
+    public mutating func forget(_ source: Source) {
         if let i = slot(of: source) { release(i) }
     }
 
-    /// Forgets every partial message of a client.
-    mutating func forget(client: UInt8) {
-        for i in 0..<slotCount where sources[i]?.client == client { release(i) }
+    /// Forgets the partial messages of every source `matching` picks (the
+    /// ports of a client that went away, say).
+    public mutating func forget(where matching: (Source) -> Bool) {
+        for i in 0..<slotCount where sources[i].map(matching) == true { release(i) }
     }
 
-    private func slot(of source: SequencerAddress) -> Int? {
+    private func slot(of source: Source) -> Int? {
         for i in 0..<slotCount where sources[i] == source { return i }
         return nil
     }
 
-    private mutating func claim(for source: SequencerAddress) -> Int {
+    private mutating func claim(for source: Source) -> Int {
         var pick = 0
         var oldest = UInt64.max
         for i in 0..<slotCount {

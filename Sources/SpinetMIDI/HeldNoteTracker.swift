@@ -9,20 +9,22 @@ import SpinetMIDI
 /// play at once than the table holds, a source that holds nothing gives up
 /// its place; if none does, the newcomer is not tracked (and counted).
 ///
-/// Sequencer thread only.
-struct HeldNotes {
-    let channels: Int
+/// `Source` names a MIDI source the way its driver does (an ALSA sequencer
+/// address, a JACK port, a plugin's one input). The thread that reads the
+/// MIDI input owns it (ALSA: the sequencer thread).
+public struct HeldNoteTracker<Source: Hashable & Sendable>: Sendable {
+    public let channels: Int
     private let sourceCapacity: Int
-    private var sources: [SequencerAddress?]
+    private var sources: [Source?]
     /// Per source, per channel: two 64-bit words of keys.
     private var keys: [UInt64]
     /// Per source, per channel: bit 0 sustain, bit 1 sostenuto.
     private var pedals: [UInt8]
     private var heldCounts: [Int]
     /// Sources that could not be tracked because the table was full.
-    private(set) var untracked = 0
+    public private(set) var untracked = 0
 
-    init(channels: Int, sources: Int = 32) {
+    public init(channels: Int, sources: Int = 32) {
         self.channels = max(channels, 1)
         sourceCapacity = max(sources, 1)
         self.sources = Array(repeating: nil, count: sourceCapacity)
@@ -32,12 +34,12 @@ struct HeldNotes {
     }
 
     /// Notes and pedals `source` holds down now.
-    func heldCount(_ source: SequencerAddress) -> Int {
+    public func heldCount(_ source: Source) -> Int {
         slot(of: source).map { heldCounts[$0] } ?? 0
     }
 
     /// Records the effect of a message `source` sent.
-    mutating func observe(_ message: MIDIMessage, from source: SequencerAddress) {
+    public mutating func observe(_ message: MIDIMessage, from source: Source) {
         switch message {
         case .noteOn(let c, let k, let v):
             if v == 0 { clearKey(source, Int(c), Int(k)) } else { setKey(source, Int(c), Int(k)) }
@@ -69,7 +71,7 @@ struct HeldNotes {
     /// channels when nil): a note-off per held key, then sustain and
     /// sostenuto up where they were down. Returns the number of messages.
     @discardableResult
-    mutating func release(_ source: SequencerAddress, channels channelRange: Range<Int>? = nil,
+    public mutating func release(_ source: Source, channels channelRange: Range<Int>? = nil,
                           _ emit: (MIDIMessage) -> Void) -> Int {
         guard let i = slot(of: source) else { return 0 }
         let range = channelRange.map { $0.clamped(to: 0..<channels) } ?? 0..<channels
@@ -95,24 +97,25 @@ struct HeldNotes {
         return count
     }
 
-    /// Releases everything held by every port of `client`.
+    /// Releases everything held by every source `matching` picks (all the
+    /// ports of a client that went away, say).
     @discardableResult
-    mutating func release(client: UInt8, _ emit: (MIDIMessage) -> Void) -> Int {
+    public mutating func release(where matching: (Source) -> Bool, _ emit: (MIDIMessage) -> Void) -> Int {
         var count = 0
         for i in 0..<sourceCapacity {
-            if let s = sources[i], s.client == client { count += release(s, emit) }
+            if let s = sources[i], matching(s) { count += release(s, emit) }
         }
         return count
     }
 
     // MARK: storage
 
-    private func slot(of source: SequencerAddress) -> Int? {
+    private func slot(of source: Source) -> Int? {
         for i in 0..<sourceCapacity where sources[i] == source { return i }
         return nil
     }
 
-    private mutating func slotForWriting(_ source: SequencerAddress) -> Int? {
+    private mutating func slotForWriting(_ source: Source) -> Int? {
         if let i = slot(of: source) { return i }
         for i in 0..<sourceCapacity where sources[i] == nil || heldCounts[i] == 0 {
             if sources[i] != nil { clearSlot(i) }
@@ -123,31 +126,31 @@ struct HeldNotes {
         return nil
     }
 
-    private mutating func setKey(_ s: SequencerAddress, _ c: Int, _ k: Int) {
+    private mutating func setKey(_ s: Source, _ c: Int, _ k: Int) {
         guard c < channels, k < 128, let i = slotForWriting(s) else { return }
         let idx = (i * channels + c) * 2 + k / 64
         let mask = UInt64(1) << UInt64(k % 64)
         if keys[idx] & mask == 0 { keys[idx] |= mask; heldCounts[i] += 1 }
     }
 
-    private mutating func clearKey(_ s: SequencerAddress, _ c: Int, _ k: Int) {
+    private mutating func clearKey(_ s: Source, _ c: Int, _ k: Int) {
         guard c < channels, k < 128, let i = slot(of: s) else { return }
         let idx = (i * channels + c) * 2 + k / 64
         let mask = UInt64(1) << UInt64(k % 64)
         if keys[idx] & mask != 0 { keys[idx] &= ~mask; heldCounts[i] -= 1 }
     }
 
-    private mutating func setPedal(_ s: SequencerAddress, _ c: Int, _ bit: UInt8) {
+    private mutating func setPedal(_ s: Source, _ c: Int, _ bit: UInt8) {
         guard c < channels, let i = slotForWriting(s) else { return }
         if pedals[i * channels + c] & bit == 0 { pedals[i * channels + c] |= bit; heldCounts[i] += 1 }
     }
 
-    private mutating func clearPedal(_ s: SequencerAddress, _ c: Int, _ bit: UInt8) {
+    private mutating func clearPedal(_ s: Source, _ c: Int, _ bit: UInt8) {
         guard c < channels, let i = slot(of: s) else { return }
         if pedals[i * channels + c] & bit != 0 { pedals[i * channels + c] &= ~bit; heldCounts[i] -= 1 }
     }
 
-    private mutating func clearChannel(_ s: SequencerAddress, _ c: Int, keysOnly: Bool = false, pedalsOnly: Bool = false) {
+    private mutating func clearChannel(_ s: Source, _ c: Int, keysOnly: Bool = false, pedalsOnly: Bool = false) {
         guard c < channels, let i = slot(of: s) else { return }
         if !pedalsOnly {
             keys[(i * channels + c) * 2] = 0

@@ -1,0 +1,233 @@
+import SpinetEngine
+import SpinetFile
+import SpinetMIDI
+import SpinetSettings
+import SpinetSoundFont
+import SpinetSynth
+
+/// A setup problem the graph builder found (a bad `--channel`, a font that
+/// does not load). `description` is the one line a command prints.
+public struct RigError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// What a Spinet graph is made of, before any unit exists: every host
+/// (`render`, `play`, `bench`, `spinet-rtcheck`, and the JACK and plugin
+/// hosts) fills one and hands it to `GraphBuilder`.
+public struct GraphSettings: Sendable {
+    /// Ports, master gain, mute and solo, Spinet's send effects, EQ. Offline,
+    /// `ports` and `offlineRenderThreads` are decided by the builder (from
+    /// the file and `renderThreads`).
+    public var engine = Engine.Configuration()
+    /// The SoundFont players' polyphony and whether FluidSynth's own reverb
+    /// and chorus run (`soundingChannels`/`programs` are set offline).
+    public var soundFont = SoundFontOptions()
+    /// Spinet's oscillator synth: its presets and voices.
+    public var presets: PresetBank = .factory
+    public var synthPolyphony = 256
+    /// `--channel` values (`N=synth[:PRESET]`, `N=soundfont`), the config
+    /// file's first: the first `configChannelCount` of them, named in errors
+    /// by `configLabel` (`config PATH: "channels":`).
+    public var channelAssignments: [String] = []
+    public var configChannelCount = 0
+    public var configLabel = ""
+    /// Offline: render threads for one file (at most one per channel group).
+    public var renderThreads = 1
+
+    public init() {}
+}
+
+/// An engine with its units and input queues, built but not yet prepared:
+/// the host calls `engine.prepare(sampleRate:maxFrames:)` once it knows its
+/// block size, then renders.
+public final class EngineGraph: @unchecked Sendable {
+    /// What it was built from (offline: with the file's ports).
+    public let settings: GraphSettings
+    public let engine: Engine
+    /// The SoundFont players, in the order they were added (offline: one per
+    /// channel group; live: the one in `soundFontSlot`, as first loaded).
+    public let soundFonts: [SoundFontUnit]
+    /// Live only: the slot a new SoundFont is offered to while playing.
+    public let soundFontSlot: SwappableInstrument?
+    /// Spinet's synth, with the presets `--channel` gave it. Offline it joins
+    /// the engine only when something can play it (`synthInEngine`).
+    public let synth: OscillatorSynth
+    public let synthInEngine: Bool
+    /// Global channels `--channel` gave to the synth.
+    public let synthChannels: Set<Int>
+    /// The input queues, one per producer thread, in the order asked for.
+    public let inputs: [EventQueue]
+
+    init(settings: GraphSettings, engine: Engine, soundFonts: [SoundFontUnit], soundFontSlot: SwappableInstrument?, synth: OscillatorSynth,
+         synthInEngine: Bool, synthChannels: Set<Int>, inputs: [EventQueue]) {
+        self.settings = settings
+        self.engine = engine
+        self.soundFonts = soundFonts
+        self.soundFontSlot = soundFontSlot
+        self.synth = synth
+        self.synthInEngine = synthInEngine
+        self.synthChannels = synthChannels
+        self.inputs = inputs
+    }
+}
+
+/// The one place a Spinet graph is built: SoundFont player(s), Spinet's
+/// synth and its channels, Bank Select 126 routing, the offline channel
+/// partition, the effects, the input queues.
+public enum GraphBuilder {
+    /// Spinet's synth with `settings`' presets and `--channel` assignments
+    /// applied; returns it and the channels it plays. `ports` bounds `PORT.N`.
+    public static func synth(_ settings: GraphSettings, ports: Int) throws(RigError) -> (OscillatorSynth, Set<Int>) {
+        let synth = OscillatorSynth(presets: settings.presets, polyphony: settings.synthPolyphony)
+        let channels = try applyAssignments(settings.channelAssignments, to: synth, ports: ports,
+                                            configCount: settings.configChannelCount, configLabel: settings.configLabel)
+        return (synth, channels)
+    }
+
+    /// The live graph (`spinet play`, JACK, plugins, and what `spinet-rtcheck`
+    /// checks): `soundFont` in a `SwappableInstrument` slot playing every
+    /// channel, Spinet's synth on the channels given to it and on any channel
+    /// a Bank Select 126 moves there, and one input queue per capacity in
+    /// `inputCapacities` (one per thread that pushes events).
+    public static func live(_ settings: GraphSettings, soundFont: SoundFontUnit,
+                            inputCapacities: [Int] = [8192]) throws(RigError) -> EngineGraph {
+        let ports = settings.engine.ports
+        let engine = Engine(configuration: settings.engine)
+        // The SoundFont sits in a slot that a new one can replace while playing.
+        let slot = SwappableInstrument(soundFont, channels: ports * 16)
+        engine.routeAll(to: engine.add(slot))
+        // Spinet's own synth: channels given to it, and any channel a Bank Select 126 moves there.
+        let (synth, synthChannels) = try Self.synth(settings, ports: ports)
+        let synthIndex = engine.add(synth)
+        for c in synthChannels { engine.route(channel: c, to: synthIndex) }
+        engine.routeBank(msb: OscillatorSynth.spinetPresetBank, to: synthIndex)
+        let inputs = inputCapacities.map { engine.addInput(capacity: $0) }
+        return EngineGraph(settings: settings, engine: engine, soundFonts: [soundFont], soundFontSlot: slot, synth: synth,
+                           synthInEngine: true, synthChannels: synthChannels, inputs: inputs)
+    }
+
+    /// The offline graph for one MIDI file (`spinet render`): the channels
+    /// split into `partitions` groups, each with its own SoundFont player
+    /// loading only what the group plays, so that the output has the same
+    /// bytes on any number of render threads; a channel that is most of the
+    /// work shares its keys between the groups. The synth joins only if
+    /// something can play it. One input queue of `inputCapacity`.
+    public static func offline(_ settings: GraphSettings, fonts: [String], schedule: MIDISchedule, sampleRate: Double,
+                               partitions: Int, inputCapacity: Int = 16384) throws(RigError) -> EngineGraph {
+        var maxChannel = 0
+        for e in schedule.events {
+            if case .message(let m) = e.kind, let c = m.channel { maxChannel = max(maxChannel, Int(c)) }
+        }
+        let ports = maxChannel / 16 + 1
+        var options = settings.soundFont
+        let (synth, synthChannels) = try Self.synth(settings, ports: ports)
+        // Split by what the notes cost in this font: its layers, releases and
+        // sample lengths. (The model is gone before FluidSynth loads the font.)
+        // A channel that is most of the work (a busy drum track) is split:
+        // each key's notes take turns between the synthesizers.
+        let balanced: [[ChannelPartition.Lane]] = {
+            let models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
+            let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
+                models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
+            }
+            // every loaded font's classes: a preset may come from any of them
+            let exclusiveKeys: ChannelPartition.ExclusiveKeys = { bank, program, drum in
+                models.flatMap { $0.exclusiveKeys(bank: bank, program: program, drum: drum) }
+            }
+            return ChannelPartition.lanes(schedule, channels: ports * 16, parts: partitions,
+                                          noteCost: models.isEmpty ? nil : noteCost,
+                                          exclusiveKeys: models.count == fonts.count ? exclusiveKeys : nil)
+        }()
+        var laneGroups = balanced
+            .map { $0.filter { !synthChannels.contains($0.channel) } }.filter { !$0.isEmpty }
+        if laneGroups.isEmpty { laneGroups = [[]] }   // the SoundFont player stays for Bank Select switches back
+        let groups = laneGroups.map { lanes in lanes.map(\.channel) }
+        let plays = ChannelPartition.playing(schedule, channels: ports * 16)
+        var units: [SoundFontUnit] = []
+        do {
+            // FluidSynth shares one copy of the sample data between its synths.
+            for channels in groups {
+                // only the channels that play get an output of their own
+                options.soundingChannels = channels.filter { plays[$0] }
+                // only the presets the group's Program Changes can reach (a
+                // channel's messages only ever reach its own group's unit)
+                let members = Set(channels)
+                options.programs = Set(schedule.events.compactMap { e -> Int? in
+                    guard case .message(.programChange(let c, let program)) = e.kind, members.contains(Int(c)) else { return nil }
+                    return Int(program)
+                })
+                units.append(try SoundFontUnit(fonts: fonts, sampleRate: sampleRate, channels: ports * 16, options: options))
+            }
+        } catch {
+            throw RigError(error.description)
+        }
+
+        var config = settings.engine
+        config.ports = ports
+        config.offlineRenderThreads = min(settings.renderThreads, groups.count)
+        let engine = Engine(configuration: config)
+        var built = settings
+        built.engine = config
+        // a split channel: its home unit first, then its guests
+        var splits: [Int: (units: [Int], fixedKeys: [Int])] = [:]
+        for (unit, lanes) in zip(units, laneGroups) {
+            let index = engine.add(unit)
+            for lane in lanes {
+                switch lane.share {
+                case .whole: engine.route(channel: lane.channel, to: index)
+                case .home(let keys): splits[lane.channel, default: ([], [])].units.insert(index, at: 0)
+                                      splits[lane.channel]!.fixedKeys = keys
+                case .guest: splits[lane.channel, default: ([], [])].units.append(index)
+                }
+            }
+        }
+        for (channel, split) in splits.sorted(by: { $0.key < $1.key }) {
+            engine.route(channel: channel, takingTurns: split.units, fixedKeys: split.fixedKeys)
+        }
+        // The synth joins only if something can play it: a silent unit would
+        // still be rendered, mixed and given its wavetables (1.5 MB) each render.
+        let bankSelectsSynth = schedule.events.contains { e in
+            guard case .message(.controlChange(_, MIDIController.bankSelectMSB, let value)) = e.kind else { return false }
+            return OscillatorSynth.bankSelectsSpinetPresets(msb: value)
+        }
+        let synthInEngine = !synthChannels.isEmpty || bankSelectsSynth
+        if synthInEngine {
+            let synthIndex = engine.add(synth)
+            for c in synthChannels { engine.route(channel: c, to: synthIndex) }
+            engine.routeBank(msb: OscillatorSynth.spinetPresetBank, to: synthIndex)
+        }
+        let queue = engine.addInput(capacity: inputCapacity)
+        return EngineGraph(settings: built, engine: engine, soundFonts: units, soundFontSlot: nil, synth: synth,
+                           synthInEngine: synthInEngine, synthChannels: synthChannels, inputs: [queue])
+    }
+
+    /// Applies `--channel` values to `synth`; returns the channels that play
+    /// it. The first `configCount` came from the config file (`configLabel`
+    /// names it and its key).
+    public static func applyAssignments(_ texts: [String], to synth: OscillatorSynth, ports: Int,
+                                        configCount: Int = 0, configLabel: String = "") throws(RigError) -> Set<Int> {
+        var synthChannels = Set<Int>()
+        for (i, text) in texts.enumerated() {
+            let option = i < configCount ? configLabel : "--channel"
+            let a: ChannelAssignment
+            do { a = try ChannelAssignment(parsing: text, ports: max(ports, 1), option: option) } catch { throw RigError(error.description) }
+            for c in a.channels {
+                switch a.instrument {
+                case .soundFont:
+                    synthChannels.remove(c)
+                case .synth(let preset):
+                    synthChannels.insert(c)
+                    if let preset {
+                        do {
+                            try synth.setPreset(preset, channel: c)
+                        } catch {
+                            throw RigError("\(option) \(text): \(error.description)")
+                        }
+                    }
+                }
+            }
+        }
+        return synthChannels
+    }
+}

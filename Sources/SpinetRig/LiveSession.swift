@@ -1,0 +1,320 @@
+import Glibc
+import SpinetEngine
+import SpinetHost
+import SpinetSoundFont
+import SpinetSupport
+import Synchronization
+
+/// A live synth from start to stop, over any `AudioDevice` and `MIDIInput`:
+/// what `spinet play` does once its options are checked, and what a JACK
+/// client will do.
+///
+/// `run` prepares the engine for the device, starts the audio, then the MIDI
+/// (once the device has published where its frames meet the clock), prints
+/// the latency, and loops until a stopping signal, the end of `duration`, or
+/// a device failure: font swaps (a path on standard input, SIGHUP), notices,
+/// the status line. Then it fades out, stops both sides, finishes the
+/// recording and prints the summary.
+///
+/// The graph's `inputs[0]` takes the MIDI input's events, `inputs[1]` (if
+/// any) this thread's; its `soundFontSlot` takes the fonts swapped in.
+public final class LiveSession {
+    public struct Options: Sendable {
+        /// Latency added for the MIDI thread's reaction time, in ms.
+        public var safetyMilliseconds = 1.0
+        /// SCHED_FIFO priority of the audio thread (the MIDI thread gets 5
+        /// less); 0 for normal scheduling.
+        public var priority = 70
+        /// Tempo of the tempo-synced delay until a MIDI clock arrives.
+        public var tempo = 120.0
+        /// No status line and no messages but errors.
+        public var quiet = false
+        /// Show the status line (a terminal).
+        public var statusLine = false
+        /// Measuring aid: stop after this many seconds.
+        public var duration: Double?
+        /// Measuring aid: hold this many organ notes from the start (no MIDI needed).
+        public var benchNotes = 0
+        public init() {}
+    }
+
+    public let graph: EngineGraph
+    public let device: any AudioDevice
+    public let midi: (any MIDIInput)?
+    public let recorder: Recorder?
+    public let options: Options
+    /// The fonts playing now (a reload by SIGHUP loads them again).
+    public private(set) var fonts: [String]
+    private let log: (String) -> Void
+
+    /// - Parameters:
+    ///   - fonts: the fonts `graph`'s SoundFont unit was loaded from.
+    ///   - log: prints one line to the user (standard error).
+    public init(graph: EngineGraph, device: any AudioDevice, midi: (any MIDIInput)?, fonts: [String],
+                recorder: Recorder?, options: Options, log: @escaping (String) -> Void) {
+        precondition(graph.soundFontSlot != nil, "a live graph (GraphBuilder.live)")
+        self.graph = graph
+        self.device = device
+        self.midi = midi
+        self.fonts = fonts
+        self.recorder = recorder
+        self.options = options
+        self.log = log
+    }
+
+    /// Installs the handlers `run` answers: SIGINT and the other stopping
+    /// signals fade out and end the session, SIGHUP reloads the SoundFont.
+    /// Call first thing, before any device or file is opened.
+    public static func installSignalHandlers() {
+        ProcessSignals.installStopHandlers(hangUp: false)
+        ProcessSignals.installReloadHandler()
+    }
+
+    private func say(_ line: String) {
+        if !options.quiet { log(line) }
+    }
+
+    /// Runs until stopped; returns the exit status: 0 after Ctrl-C (how a
+    /// player ends play) or `duration`, 128 + the signal after any other
+    /// stopping signal. Throws a `RigError` when the device failed or the
+    /// MIDI input or the recording could not go on.
+    public func run() throws(RigError) -> Int32 {
+        let engine = graph.engine
+        let slot = graph.soundFontSlot!
+        let settings = graph.settings
+        let sampleRate = Double(device.sampleRate)
+        engine.prepare(sampleRate: sampleRate, maxFrames: device.periodFrames)
+        engine.setTempo(beatsPerMinute: options.tempo)
+
+        let safetyFrames = Int((options.safetyMilliseconds / 1000 * sampleRate).rounded())
+        let timing = LiveTiming(sampleRate: sampleRate, periodFrames: device.periodFrames, periods: device.periods, safetyFrames: safetyFrames)
+        let totalLatency = Int(timing.latencyFrames) + engine.latencyFrames
+        let timeline = AudioTimeline()
+        let priority = options.priority
+        let memoryProblem = priority > 0 ? lockMemory() : nil
+
+        if options.benchNotes > 0, let control = graph.inputs.last {
+            control.push(EngineEvent(frame: 0, .programChange(channel: 0, program: 19)))
+            for i in 0..<options.benchNotes {
+                control.push(EngineEvent(frame: 0, .noteOn(channel: 0, key: UInt8(24 + i % 96), velocity: 90)))
+            }
+        }
+
+        // Start: the audio first, then MIDI. The input ports appear only
+        // once the audio thread has published where its frames meet the
+        // clock, so a note a DAW sends the moment it sees them is played at
+        // its arrival plus the latency, like any later one.
+        recorder?.start()
+        let scheduling = device.start(engine: engine, timeline: timeline, ring: recorder?.ring, priority: Int32(priority))
+        if let midi {
+            // The first anchor comes once the device runs (its buffer filled):
+            // a few periods. A device that never starts fails within 5 s.
+            let deadline = monotonicSeconds() + 10
+            while timeline.read() == nil && device.failure == nil && !ProcessSignals.stopRequested.load(ordering: .relaxed)
+                    && monotonicSeconds() < deadline {
+                usleep(1_000)
+            }
+            let line: String
+            do {
+                line = try midi.start(queue: graph.inputs[0], timeline: timeline, timing: timing,
+                                      priority: priority > 0 ? Int32(max(1, priority - 5)) : 0,
+                                      tempo: { bpm in engine.setTempo(beatsPerMinute: bpm) })
+            } catch {
+                device.stop(drain: false)
+                throw RigError(String(describing: error))
+            }
+            say("MIDI: " + line)
+            _ = midi.takeNotices()
+        }
+        say("Audio: " + device.summary)
+        say(formatted("Latency: %.1f ms from MIDI in to audio out (%ld x %ld frames buffer + %ld safety + %ld limiter look-ahead = %ld frames at %ld Hz)",
+                      Double(totalLatency) * 1000 / sampleRate, device.periods, device.periodFrames, safetyFrames,
+                      engine.latencyFrames, totalLatency, device.sampleRate))
+        if case .refused(let e) = scheduling {
+            say("spinet: warning: the audio thread has no real-time priority (\(String(cString: strerror(e)))), so sound may click when the machine is busy. "
+                + "To allow it: add '@audio - rtprio 95' and '@audio - memlock unlimited' to /etc/security/limits.d/audio.conf, "
+                + "join the group (sudo usermod -aG audio $USER) and log in again; or pass --priority 0 to run without it.")
+        } else if let m = memoryProblem {
+            say("spinet: warning: cannot lock memory (\(m)): the audio thread may wait for paging; raise 'memlock' in /etc/security/limits.d/audio.conf")
+        }
+
+        // SoundFont switching: a path on standard input, or SIGHUP to reload the current fonts.
+        let requests = SoundFontRequests()
+
+        // Run until Ctrl-C (or the device fails): status line, notices.
+        let status = StatusLine(enabled: !options.quiet && options.statusLine)
+        let start = monotonicSeconds()
+        var lastStatus = 0.0
+        var lastXruns = 0
+        var lastDropped = 0
+        var failure: String?
+        var fluidMessages = Set<String>()
+        while !ProcessSignals.stopRequested.load(ordering: .relaxed) {
+            usleep(20_000)
+            if let f = device.failure { failure = f; break }
+            let now = monotonicSeconds()
+            if let d = options.duration, now - start >= d { break }
+            for line in midi?.takeNotices() ?? [] where !options.quiet { status.print(line) }
+            if let next = requests.take(reloading: fonts) {
+                // Loaded here, off the render thread; the render thread swaps it in.
+                do {
+                    let newUnit = try SoundFontUnit(fonts: next, sampleRate: sampleRate, channels: settings.engine.ports * 16,
+                                                    options: settings.soundFont)
+                    while !slot.offer(newUnit) && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(20_000) }
+                    fonts = next
+                    if !options.quiet { status.print("SoundFont: switched to \(next.joined(separator: ", ")) (notes sounding ring on)") }
+                    for w in newUnit.fontWarnings { status.print("warning: \(w)") }
+                } catch {
+                    status.print("cannot switch SoundFont: \(error.description)")
+                }
+            }
+            for line in SoundFontUnit.drainRenderThreadMessages() where !options.quiet {
+                // The render thread may raise the same complaint thousands of times: say it once.
+                if fluidMessages.insert(line).inserted { status.print("FluidSynth: \(line) (said once)") }
+            }
+            guard now - lastStatus >= 0.5 else { continue }
+            lastStatus = now
+            let load = device.takeIntervalLoad()
+            let dropped = droppedEvents()
+            let xruns = device.xruns
+            if status.enabled {
+                status.show(formatted("voices %3ld | load %5.1f%% (peak %5.1f%%) | xruns %ld | dropped %ld | late %ld",
+                                      engine.statistics.activeVoices, load.mean * 100, load.peak * 100,
+                                      xruns, dropped, engine.statistics.lateEvents))
+            } else if !options.quiet && (xruns != lastXruns || dropped != lastDropped) {
+                log("spinet: \(xruns) xrun\(xruns == 1 ? "" : "s"), \(dropped) MIDI event\(dropped == 1 ? "" : "s") dropped so far")
+            }
+            lastXruns = xruns
+            lastDropped = dropped
+        }
+
+        // Stop: fade out (no click), play out what is queued, close.
+        let fadeFrames = Int(0.02 * sampleRate)
+        engine.requestFadeOut(frames: fadeFrames)
+        let fadeDeadline = monotonicSeconds() + 0.15
+        while failure == nil && !engine.isFadedOut && monotonicSeconds() < fadeDeadline { usleep(2_000) }
+        if failure == nil {
+            // The faded block is at most a buffer ahead of the device. Keep
+            // writing silence for a whole buffer more (plus a period and the
+            // limiter's delay line): by then the fade has been played and every
+            // frame left in the ring is zero, so stopping cannot click, on any
+            // device, even one that plays past the last frame written.
+            let frames = device.bufferFrames + device.periodFrames + engine.latencyFrames
+            usleep(UInt32(Double(frames) / sampleRate * 1e6) + 2_000)
+        }
+        device.stop(drain: false)
+        midi?.stop()
+        status.finish()
+        let elapsed = monotonicSeconds() - start
+        var recordLine = ""
+        if let recorder {
+            do {
+                let frames = try recorder.finish()
+                let lost = recorder.ring.lostFrames
+                recordLine = formatted("; recorded %.1f s to ", Double(frames) / sampleRate) + recorder.target
+                    + (lost > 0 ? " (\(lost) frames lost: the disk was too slow)" : "")
+            } catch {
+                failure = failure ?? error.description
+            }
+        }
+        if let failure { throw RigError(failure) }
+        let total = device.totalLoad
+        let stats = engine.statistics
+        let input = midi?.inputStatistics ?? MIDIInputStatistics()
+        let dropped = droppedEvents()
+        var why = ""
+        if dropped > 0 {
+            why = " (engine queue or SoundFont flood backlog full \(stats.droppedEvents); never a note-off, pedal release or All Notes Off; kernel pool overflowed \(input.overflows) times, "
+                + "kernel lost \(input.lost), SysEx too long \(input.sysExTooLong), "
+                + "SysEx unfinished \(input.sysExUnfinished))"
+        }
+        say(formatted("Played %.1f s: render load %.1f%% mean, %.1f%% peak of a %ld-frame period; %ld voices at most; %ld xruns; %ld MIDI events (%ld stamped by the kernel), %ld dropped",
+                      elapsed, total.mean * 100, total.peak * 100, device.periodFrames, stats.peakVoices, device.xruns,
+                      input.received, input.stamped, dropped)
+            + "\(why), \(stats.lateEvents) late; \(input.released) held notes released\(recordLine)")
+        // Ctrl-C is how a player ends play: 0. A signal from elsewhere (a
+        // service manager's SIGTERM, SIGQUIT, ...) is told apart: 128 + it.
+        let stoppedBy = ProcessSignals.firstStop.load(ordering: .relaxed)
+        return stoppedBy != 0 && stoppedBy != SIGINT ? 128 + stoppedBy : 0
+    }
+
+    /// Events lost anywhere on the way in: the engine queue was full, the
+    /// input lost them (ALSA: the kernel could not deliver, its pool
+    /// overflowed, at least one each time), or a SysEx message was too long
+    /// or never finished.
+    private func droppedEvents() -> Int {
+        graph.engine.statistics.droppedEvents + (midi?.inputStatistics.dropped ?? 0)
+    }
+}
+
+/// Requests to switch SoundFont: a line on standard input naming a file
+/// (several separated by commas stack), or SIGHUP to reload the current ones.
+final class SoundFontRequests: @unchecked Sendable {
+    private let lines = Mutex<[String]>([])
+
+    init() {
+        // A background job that reads its terminal would be stopped: read() fails instead.
+        signal(SIGTTIN, SIG_IGN)
+        // Never joined: it waits in read() until the program ends.
+        _ = NativeThread(name: "spinet-stdin") { [self] in
+            var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                if n == 0 { return }                     // no more input (or /dev/null)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    sleep(1)                             // EIO while in the background
+                    continue
+                }
+                pending += buffer[0..<n]
+                while let nl = pending.firstIndex(of: 10) {
+                    let path = String(decoding: pending[..<nl], as: UTF8.self).trimmingSpaces
+                    pending.removeSubrange(...nl)
+                    if !path.isEmpty { self.lines.withLock { $0.append(path) } }
+                }
+            }
+        }
+    }
+
+    /// The fonts to switch to, if asked since the last call.
+    func take(reloading current: [String]) -> [String]? {
+        if let line = lines.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+            return line.split(separator: ",").map { String($0).trimmingSpaces }
+        }
+        if ProcessSignals.reloadRequested.exchange(false, ordering: .relaxed) { return current }
+        return nil
+    }
+}
+
+func monotonicSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// The one-line status display on a terminal; other lines print above it.
+final class StatusLine {
+    let enabled: Bool
+    private var shown = false
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    func show(_ text: String) {
+        guard enabled else { return }
+        writeStandardError("\r\(text)\u{1B}[K")
+        shown = true
+    }
+
+    /// Prints a line (above the status line, if one is shown).
+    func print(_ line: String) {
+        if shown { writeStandardError("\r\u{1B}[K"); shown = false }
+        writeStandardError(clippingEchoes("spinet: \(line)") + "\n")
+    }
+
+    func finish() {
+        guard enabled, shown else { return }
+        writeStandardError("\r\u{1B}[K")
+        shown = false
+    }
+}

@@ -1,0 +1,89 @@
+import Glibc
+import SpinetFile
+import Synchronization
+
+/// The signals a Spinet executable answers, and the flags their handlers set.
+///
+/// Process-global on purpose: a POSIX signal is delivered to the process,
+/// and its handler is a C function with no context pointer, so what it sets
+/// can only be a global (here, atomics; the handler is async-signal-safe).
+/// Only executables install these handlers (`spinet render`, `spinet play`, a
+/// JACK command); an LV2 or CLAP plugin never does (the host owns its
+/// signals) and never reads these flags: `LiveSession` polls them only in
+/// `run`, which plugins do not use.
+public enum ProcessSignals {
+    /// Set by a stopping signal; the render loop and the live session poll it.
+    public static let stopRequested = Atomic<Bool>(false)
+    /// The first stopping signal received, 0 before any.
+    public static let firstStop = Atomic<Int32>(0)
+    /// Set by SIGHUP under `spinet play`: reload the SoundFont.
+    public static let reloadRequested = Atomic<Bool>(false)
+
+    /// The signals that stop Spinet: each asks the work to stop and clean up
+    /// (a render removes its temporary files; play fades out), and the exit
+    /// status is 128 + the signal's number. SIGHUP is left out for `spinet
+    /// play`, where it reloads the SoundFont.
+    public static let stopping: [(signal: Int32, name: String)] = [
+        (SIGINT, "SIGINT"), (SIGTERM, "SIGTERM"), (SIGHUP, "SIGHUP"), (SIGQUIT, "SIGQUIT"),
+        (SIGUSR1, "SIGUSR1"), (SIGUSR2, "SIGUSR2"), (SIGALRM, "SIGALRM"),
+    ]
+
+    /// 128 + the first stopping signal (SIGINT 130, SIGTERM 143, SIGQUIT 131).
+    public static func exitStatus() -> Int32 {
+        let s = firstStop.load(ordering: .relaxed)
+        return 128 + (s == 0 ? SIGINT : s)
+    }
+
+    /// "interrupted", naming the signal unless it was Ctrl-C.
+    public static func interruptDescription() -> String {
+        let s = firstStop.load(ordering: .relaxed)
+        guard s != 0, s != SIGINT, let name = stopping.first(where: { $0.signal == s })?.name else { return "interrupted" }
+        return "interrupted by \(name)"
+    }
+
+    /// Each stopping signal (`stopping`; SIGHUP too unless `hangUp` is
+    /// false) asks the work to stop: the render loop removes its temporary
+    /// file, play fades out. A second one removes every temporary file and
+    /// exits at once. The handler is async-signal-safe: atomics, unlink, _exit.
+    /// (SIGQUIT left to the Swift runtime would print a crash report and let
+    /// the work go on.)
+    public static func installStopHandlers(hangUp: Bool = true) {
+        signal(SIGPIPE, SIG_IGN)
+        // Globals are initialized on first use: do it here, not in the handler.
+        _ = stopRequested.load(ordering: .relaxed)
+        _ = firstStop.load(ordering: .relaxed)
+        let signals = stopping.map(\.signal).filter { hangUp || $0 != SIGHUP }
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { sig in
+            _ = ProcessSignals.firstStop.compareExchange(expected: 0, desired: sig, ordering: .relaxed)
+            if ProcessSignals.stopRequested.exchange(true, ordering: .relaxed) {
+                OutputFile.unlinkPendingFromSignalHandler()
+                _exit(128 + ProcessSignals.firstStop.load(ordering: .relaxed))
+            }
+        }
+        // One handler at a time; a write to a pipe is restarted, not failed with EINTR.
+        sigemptyset(&action.sa_mask)
+        for s in signals { sigaddset(&action.sa_mask, s) }
+        action.sa_flags = SA_RESTART
+        // A process inherits its parent's blocked-signal mask; a launcher that
+        // blocks SIGINT must not make Ctrl-C (or `kill -INT`) do nothing here.
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        for s in signals {
+            sigaction(s, &action, nil)
+            sigaddset(&unblock, s)
+        }
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+    }
+
+    /// SIGHUP reloads the SoundFont (`reloadRequested`), even if the
+    /// launcher blocked it.
+    public static func installReloadHandler() {
+        _ = reloadRequested.load(ordering: .relaxed)
+        signal(SIGHUP, { _ in ProcessSignals.reloadRequested.store(true, ordering: .relaxed) })
+        var hangUp = sigset_t()
+        sigemptyset(&hangUp)
+        sigaddset(&hangUp, SIGHUP)
+        pthread_sigmask(SIG_UNBLOCK, &hangUp, nil)   // even if the launcher blocked it
+    }
+}

@@ -1,0 +1,167 @@
+import Glibc
+import SpinetEngine
+import SpinetHost
+import SpinetMIDI
+import SpinetRig
+import SpinetSoundFont
+import SpinetSynth
+import SpinetTestSupport
+import Synchronization
+import Testing
+
+private let bundledFont = SpinetCommand.repositoryRoot.appendingPathComponent("SoundFonts/sf_GMbank.sf2").path
+
+@Suite("GraphBuilder")
+struct GraphBuilderTests {
+    @Test func liveGraphIsTheSwappableFontAndTheSynth() throws {
+        var settings = GraphSettings()
+        settings.engine.ports = 2
+        settings.channelAssignments = ["16=synth", "2.1=synth:bell"]
+        let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, channels: 32, options: settings.soundFont)
+        let graph = try GraphBuilder.live(settings, soundFont: unit, inputCapacities: [8192, 1024])
+        let engine = graph.engine
+        #expect(engine.units.count == 2)
+        #expect(engine.units[0] is SwappableInstrument)
+        #expect(engine.units[1] === graph.synth)
+        #expect(graph.soundFontSlot === engine.units[0] as? SwappableInstrument)
+        #expect(graph.synthChannels == [15, 16])
+        #expect(engine.unitIndex(forChannel: 0) == 0)
+        #expect(engine.unitIndex(forChannel: 15) == 1)
+        #expect(engine.unitIndex(forChannel: 16) == 1)
+        #expect(graph.inputs.count == 2)
+        #expect(graph.settings.engine.ports == 2)
+    }
+
+    @Test func aBadChannelIsOneLineNamingTheOption() throws {
+        var settings = GraphSettings()
+        settings.channelAssignments = ["3=synth:nosuchpreset"]
+        #expect {
+            _ = try GraphBuilder.synth(settings, ports: 1)
+        } throws: { error in
+            "\(error)".hasPrefix("--channel 3=synth:nosuchpreset: ")
+        }
+        settings.channelAssignments = ["1=synth", "17=synth"]
+        settings.configChannelCount = 1
+        settings.configLabel = "config x.json: \"channels\":"
+        #expect(throws: RigError.self) { _ = try GraphBuilder.synth(settings, ports: 1) }
+    }
+
+    @Test func offlineGraphLeavesTheSynthOutWhenNothingPlaysIt() throws {
+        var writer = MIDIFileWriter(ticksPerQuarter: 480)
+        writer.addTrack([(0, .message(.noteOn(channel: 0, key: 60, velocity: 100))),
+                         (480, .message(.noteOff(channel: 0, key: 60, velocity: 0)))])
+        let notes = try MIDIFile(bytes: writer.bytes()).schedule(sampleRate: 48000)
+        let graph = try GraphBuilder.offline(GraphSettings(), fonts: [bundledFont], schedule: notes, sampleRate: 48000, partitions: 2)
+        #expect(!graph.synthInEngine)
+        #expect(graph.soundFonts.count == graph.engine.units.count)
+        var settings = GraphSettings()
+        settings.channelAssignments = ["1=synth"]
+        let withSynth = try GraphBuilder.offline(settings, fonts: [bundledFont], schedule: notes, sampleRate: 48000, partitions: 2)
+        #expect(withSynth.synthInEngine)
+        #expect(withSynth.engine.unitIndex(forChannel: 0) == withSynth.engine.units.count - 1)
+    }
+}
+
+/// An audio device with no hardware: a thread that renders a period every
+/// few milliseconds and publishes where its frames are, as a driver does.
+private final class FakeDevice: AudioDevice, @unchecked Sendable {
+    let sampleRate = 48000
+    let periodFrames = 256
+    let periods = 2
+    var bufferFrames: Int { periods * periodFrames }
+    let summary = "fake, 48000 Hz"
+    let xruns = 0
+    let failure: String? = nil
+    let stopped = Atomic<Bool>(false)
+    let blocks = Atomic<Int>(0)
+    private var thread: NativeThread?
+
+    func takeIntervalLoad() -> RenderLoad { RenderLoad(mean: 0, peak: 0, periods: 0) }
+    var totalLoad: RenderLoad { RenderLoad(mean: 0, peak: 0, periods: 0) }
+
+    func start(engine: Engine, timeline: AudioTimeline, ring: RecordRing?, priority: Int32) -> ThreadScheduling {
+        let t = NativeThread(name: "fake-audio") { [self] in
+            let l = UnsafeMutablePointer<Float>.allocate(capacity: periodFrames)
+            let r = UnsafeMutablePointer<Float>.allocate(capacity: periodFrames)
+            defer { l.deallocate(); r.deallocate() }
+            while !stopped.load(ordering: .acquiring) {
+                var ts = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &ts)
+                timeline.publish(TimelineAnchor(frame: engine.frameTime, nanoseconds: Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)))
+                engine.render(frames: periodFrames, left: l, right: r)
+                ring?.write(left: l, right: r, frames: periodFrames)
+                blocks.add(1, ordering: .relaxed)
+                usleep(2_000)
+            }
+        }
+        thread = t
+        return t.scheduling
+    }
+
+    func stop(drain: Bool) {
+        stopped.store(true, ordering: .releasing)
+        thread?.join()
+        thread = nil
+    }
+}
+
+/// A MIDI input that plays one note as soon as it is started.
+private final class FakeInput: MIDIInput, @unchecked Sendable {
+    let started = Atomic<Bool>(false)
+    let stopped = Atomic<Bool>(false)
+
+    func start(queue: EventQueue, timeline: AudioTimeline, timing: LiveTiming, priority: Int32,
+               tempo: @escaping @Sendable (Double) -> Void) throws -> String {
+        let anchor = try #require(timeline.read(), "started only once the device published an anchor")
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        let now = Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+        queue.push(EngineEvent(frame: timing.frame(forArrival: now, anchor: anchor), .noteOn(channel: 0, key: 60, velocity: 100)))
+        started.store(true, ordering: .relaxed)
+        return "fake input"
+    }
+
+    func stop() { stopped.store(true, ordering: .relaxed) }
+    func takeNotices() -> [String] { [] }
+    var inputStatistics: MIDIInputStatistics {
+        var s = MIDIInputStatistics()
+        s.received = started.load(ordering: .relaxed) ? 1 : 0
+        return s
+    }
+}
+
+@Suite("LiveSession")
+struct LiveSessionTests {
+    /// The session needs nothing of ALSA: any device and input that keep the
+    /// protocols' promises play (what a JACK client will be).
+    @Test func playsOverAnyDeviceAndInput() throws {
+        var settings = GraphSettings()
+        settings.engine.reverb = .room
+        let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, options: settings.soundFont)
+        let graph = try GraphBuilder.live(settings, soundFont: unit, inputCapacities: [8192, 1024])
+        let device = FakeDevice()
+        let input = FakeInput()
+        var options = LiveSession.Options()
+        options.priority = 0
+        options.duration = 0.5
+        let lines = Mutex<[String]>([])
+        let session = LiveSession(graph: graph, device: device, midi: input, fonts: [bundledFont], recorder: nil,
+                                  options: options, log: { line in lines.withLock { $0.append(line) } })
+        let status = try session.run()
+        #expect(status == 0)
+        let started = input.started.load(ordering: .relaxed)
+        #expect(started)
+        let stopped = input.stopped.load(ordering: .relaxed)
+        #expect(stopped)
+        let deviceStopped = device.stopped.load(ordering: .relaxed)
+        #expect(deviceStopped)
+        let blocks = device.blocks.load(ordering: .relaxed)
+        #expect(blocks > 10)
+        #expect(graph.engine.statistics.peakVoices > 0, "the note played")
+        let said = lines.withLock { $0 }
+        #expect(said.first == "MIDI: fake input")
+        #expect(said.contains("Audio: fake, 48000 Hz"))
+        #expect(said.last?.hasPrefix("Played ") == true, "\(said)")
+        #expect(said.last?.contains("1 MIDI events") == true, "\(said)")
+    }
+}
