@@ -67,12 +67,12 @@ public final class Engine: @unchecked Sendable {
     // render-thread state, allocated in prepare
     public private(set) var sampleRate: Double = 0
     public private(set) var maxFrames: Int = 0
-    private var prepared = false
+    var prepared = false
     /// Two sets (index `set * units.count + unit`) of per-unit buffers: dry
     /// stereo and three stereo sends, `maxFrames` each. `render` uses set 0;
     /// `renderOverlapped` renders the units into one set while it finishes
     /// the block before from the other.
-    private var unitOutputs: [UnitOutput] = []
+    var unitOutputs: [UnitOutput] = []
     /// The set the units render into during the current block.
     private var synthSet = 0
     /// The shared reverb, chorus and delay, and the bus that feeds them (from `prepare`).
@@ -95,6 +95,11 @@ public final class Engine: @unchecked Sendable {
     private let tempoRequest = Atomic<UInt64>(0)
     /// Offline overlapped rendering's state (Engine+Overlapped.swift).
     let overlap = OverlapState()
+    /// Stems: the units each stem sums, and each stem's own send effects
+    /// (Engine+Stems.swift; nil: no stems).
+    var stems: StemState?
+    /// The stems `setStems` asked for, until `prepare` makes them.
+    var plannedStems: [[Int]]?
 
     /// The events of the current `render(frames:left:right:events:)` call:
     /// where they start, how many, the next one to gather, and the call's
@@ -234,6 +239,7 @@ public final class Engine: @unchecked Sendable {
         sendEffects = SendEffects(reverb: configuration.reverb, chorus: configuration.chorus, delay: configuration.delay,
                                   sampleRate: sampleRate, maxFrames: maxFrames)
         masterBus.prepare(sampleRate: sampleRate, maxFrames: maxFrames)
+        prepareStems()
         // one task per unit, plus finishing the block before when overlapped
         let threads = min(configuration.offlineRenderThreads, units.count + 1)
         if threads > 1 { workers = UnitWorkers(engine: self, threads: threads) }
@@ -370,6 +376,7 @@ public final class Engine: @unchecked Sendable {
         let sends = sendEffects!
         let tempoBits = tempoRequest.exchange(0, ordering: .acquiring)
         sends.requestTempo(tempoBits != 0 ? Double(bitPattern: tempoBits) : 0, forSet: set)
+        stems?.requestTempo(tempoBits != 0 ? Double(bitPattern: tempoBits) : 0, forSet: set)
         let blockStart = frameTime
         let blockEnd = blockStart + Int64(frames)
         var sliceStart = blockStart
@@ -388,7 +395,10 @@ public final class Engine: @unchecked Sendable {
                 if case .sysEx(let off, let len) = sliceEvents[e].kind {
                     let message = UnsafeBufferPointer(start: sysExArena + off, count: len)
                     masterBus.receiveSysEx(message, atFrame: Int(sliceEvents[e].frame - blockStart))
-                    if let request = EffectTypeSysEx(message) { sends.request(request, forSet: set) }
+                    if let request = EffectTypeSysEx(message) {
+                        sends.request(request, forSet: set)
+                        stems?.request(request, forSet: set)
+                    }
                 }
                 e += 1
             }
@@ -617,11 +627,17 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// Mixes buffer set `set` (`frames` frames), runs the send effects and
-    /// the master bus, and writes the result to `left`/`right`.
-    func finish(frames: Int, set: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>) {
+    /// the master bus, and writes the result to `left`/`right` (with stems,
+    /// when `stemOutputs` is given: see `finishStems`).
+    func finish(frames: Int, set: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
+                stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>? = nil) {
         let unitCount = units.count
         let sends = sendEffects!
         sends.applyRequests(set: set)
+        if let stemOutputs, stems != nil {
+            finishStems(frames: frames, set: set, left: left, right: right, stemOutputs: stemOutputs)
+            return
+        }
 
         // Mix: plain Float32 sum (headroom is the float range) of the dry
         // sound and of the sends; the send effects add their returns.
