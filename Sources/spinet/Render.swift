@@ -29,7 +29,8 @@ struct Render: ParsableCommand {
         --threads says otherwise, and each file's bytes are the same as a \
         render of it alone. Existing outputs are refused before any work \
         unless --force. A file that fails is named and skipped, and the exit \
-        status is 1 once the others are done.
+        status is 1 once the others are done. With --stems DIR, each input's \
+        stems go to DIR/NAME/ (NAME: the input's name without its extension).
         """
     )
 
@@ -162,9 +163,6 @@ struct Render: ParsableCommand {
         if dataset.stems != nil {
             if fx.fluidEffects {
                 throw Failure("--stems needs Spinet's effects: FluidSynth's own reverb and chorus run on its internal mix, which no stem has; use --effects spinet (or drop --effects fluidsynth)")
-            }
-            if dataset.normalize != nil {
-                throw Failure("--stems and --normalize cannot be combined yet; normalize the mix and render the stems with the same --gain instead")
             }
             s.stems = true
         }
@@ -346,7 +344,7 @@ struct Render: ParsableCommand {
                 throw error
             }
         }
-        let stemSink: ((Int, UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void)? = stemWriters.isEmpty ? nil : { i, l, r, n in
+        let writeStem: (Int, UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void = { i, l, r, n in
             try stemWriters[i].write(left: l, right: r, frames: n)
         }
 
@@ -355,7 +353,7 @@ struct Render: ParsableCommand {
         var report: RenderReport
         // --normalize: the render goes to a spool first, the output once its loudness is known.
         let normalizer: LoudnessNormalizer?
-        do { normalizer = try s.normalize.map { try LoudnessNormalizer(sampleRate: rate, target: $0) } } catch {
+        do { normalizer = try s.normalize.map { try LoudnessNormalizer(sampleRate: rate, target: $0, stems: stemWriters.count) } } catch {
             out.discard()
             throw Failure("\(error)")
         }
@@ -364,7 +362,9 @@ struct Render: ParsableCommand {
                 sink: { l, r, n in
                     if let normalizer { try normalizer.append(left: l, right: r, frames: n) } else { try writer.write(left: l, right: r, frames: n) }
                 },
-                stemSink: stemSink,
+                stemSink: stemWriters.isEmpty ? nil : { i, l, r, n in
+                    if let normalizer { try normalizer.appendStem(i, left: l, right: r, frames: n) } else { try writeStem(i, l, r, n) }
+                },
                 progress: { progress.update($0) },
                 shouldStop: { ProcessSignals.stopRequested.load(ordering: .relaxed) })
         } catch let e as AudioFileError {
@@ -397,10 +397,10 @@ struct Render: ParsableCommand {
         if let normalizer {
             do {
                 var peak: Float = 0
-                loudness = try normalizer.finish { l, r, n in
+                loudness = try normalizer.finish(sink: { l, r, n in
                     for i in 0..<n { peak = max(peak, abs(l[i]), abs(r[i])) }
                     try writer.write(left: l, right: r, frames: n)
-                }
+                }, stemSink: stemWriters.isEmpty ? nil : writeStem)
                 report.peak = peak
                 if let l = loudness, abs(l.output - normalizer.target) > 0.1, !s.quiet {
                     log("spinet: warning: \(input): --normalize " + formatted("%g", normalizer.target)
