@@ -11,8 +11,10 @@ import SpinetEffects
 /// the mix, runs the limiter on the mix, and applies the limiter's gain to
 /// every stem, delayed by the same look-ahead (`MasterBus.processStems`).
 /// Every stage is linear per stem, so the stems sum to the mix within float
-/// rounding. The cost over a plain render is the send effects per stem (an
-/// effect whose stem sends nothing is skipped), not a render per stem.
+/// rounding. The stems' effects run (or rest) when the shared ones would
+/// without stems (decided on the sum of the sends), which keeps their
+/// modulation in step with a plain render. The cost over a plain render is
+/// the send effects per stem, not a render per stem.
 ///
 /// Units in no stem must be silent (the host routes only note-less or
 /// muted channels there): in stems mode their output is not mixed.
@@ -85,6 +87,19 @@ extension Engine {
                      stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>) {
         let state = stems!
         let unitCount = units.count
+        // The mix's sends decide when the effects run: every stem's effects
+        // run (or rest) exactly when the shared ones would without stems.
+        let shared = sendEffects!
+        var mask = 0
+        if !shared.isEmpty {
+            var u = 0
+            while u < unitCount {
+                shared.accumulate(unitOutputs[set * unitCount + u], first: u == 0, frames: frames)
+                u += 1
+            }
+            if unitCount == 0 { shared.clearBus() }
+            mask = shared.ringing(shared.bus, frames: frames)
+        }
         var s = 0
         while s < state.units.count {
             let l = stemOutputs[2 * s], r = stemOutputs[2 * s + 1]
@@ -103,7 +118,7 @@ extension Engine {
                 if hasEffects { sends.accumulate(o, first: k == 0, frames: frames) }
                 k += 1
             }
-            if hasEffects { sends.process(sends.bus, outputLeft: l, outputRight: r, frames: frames) }
+            if hasEffects && mask != 0 { sends.process(sends.bus, outputLeft: l, outputRight: r, frames: frames, only: mask) }
             s += 1
         }
         masterBus.processStems(left: left, right: right, stems: stemOutputs, frames: frames, set: set)
