@@ -1,6 +1,7 @@
 import Glibc
 import Synchronization
 import SpinetEffects
+import SpinetMIDI
 
 /// The engine's last stage: the master gain (the configured gain times the
 /// master volume SysEx, smoothed), a requested fade-out, the optional master
@@ -25,8 +26,8 @@ public final class MasterBus: @unchecked Sendable {
     private var currentGain: Float = 1       // smoothed product
     private var gainTarget: Float = 1        // what the ramp being filled approaches
     private var gainCoefficient: Float = 0.001
-    /// Per set: the smoothed master gain for each frame of its block.
-    private var gainRamps: [UnsafeMutablePointer<Float>] = []
+    /// Per set (`maxFrames` each): the smoothed master gain for each frame of its block.
+    private var gainRamps = FixedBuffer<Float>(repeating: 1, count: 0)
     /// The set whose ramp is being filled, and how far.
     private var rampSet = 0
     private var rampFilled = 0
@@ -41,10 +42,10 @@ public final class MasterBus: @unchecked Sendable {
     /// and per frame of a block the master gain and the limiter's gain.
     public private(set) var stemCount = 0
     private var stemEqualizers: [Equalizer] = []
-    private var stemDelay: UnsafeMutablePointer<Float>?
+    private var stemDelay = FixedBuffer<Float>(repeating: 0, count: 0)
     private var stemDelayPosition = 0
-    private var frameGains: UnsafeMutablePointer<Float>?
-    private var limiterGains: UnsafeMutablePointer<Float>?
+    private var frameGains = FixedBuffer<Float>(repeating: 1, count: 0)
+    private var limiterGains = FixedBuffer<Float>(repeating: 1, count: 0)
 
     /// - Parameters:
     ///   - gainDB: the master gain before the limiter.
@@ -58,23 +59,16 @@ public final class MasterBus: @unchecked Sendable {
     }
 
     deinit {
-        for r in gainRamps { r.deallocate() }
         limiter?.deallocate()
-        stemDelay?.deallocate()
-        frameGains?.deallocate()
-        limiterGains?.deallocate()
     }
 
     /// Allocates the ramps, the limiter and the EQ. Not on the render thread; once.
     public func prepare(sampleRate: Double, maxFrames: Int) {
-        precondition(gainRamps.isEmpty, "prepare once")
+        precondition(self.maxFrames == 0, "prepare once")
+        precondition(maxFrames > 0)
         self.sampleRate = sampleRate
         self.maxFrames = maxFrames
-        for _ in 0..<2 {
-            let ramp = UnsafeMutablePointer<Float>.allocate(capacity: maxFrames)
-            ramp.initialize(repeating: 1, count: maxFrames)
-            gainRamps.append(ramp)
-        }
+        gainRamps = FixedBuffer(repeating: 1, count: 2 * maxFrames)
         // about 5 ms to settle to a new gain: smooth, yet no audible lag
         gainCoefficient = Float(1 - exp(-1 / (0.005 * sampleRate / 3)))
         limiter = Limiter(sampleRate: sampleRate, ceilingDBFS: ceilingDBFS)
@@ -84,15 +78,11 @@ public final class MasterBus: @unchecked Sendable {
     /// Makes room for `count` stems (`processStems`). After `prepare`, not
     /// on the render thread; once.
     public func prepareStems(count: Int) {
-        precondition(!gainRamps.isEmpty && stemCount == 0, "prepare the bus, then its stems, once")
+        precondition(maxFrames > 0 && stemCount == 0, "prepare the bus, then its stems, once")
         stemCount = count
-        let lookahead = limiter!.lookahead
-        stemDelay = .allocate(capacity: max(1, 2 * count * lookahead))
-        stemDelay!.initialize(repeating: 0, count: max(1, 2 * count * lookahead))
-        frameGains = .allocate(capacity: maxFrames)
-        frameGains!.initialize(repeating: 1, count: maxFrames)
-        limiterGains = .allocate(capacity: maxFrames)
-        limiterGains!.initialize(repeating: 1, count: maxFrames)
+        stemDelay = FixedBuffer(repeating: 0, count: 2 * count * limiter!.lookahead)
+        frameGains = FixedBuffer(repeating: 1, count: maxFrames)
+        limiterGains = FixedBuffer(repeating: 1, count: maxFrames)
         if let e = equalizer { stemEqualizers = Array(repeating: e, count: count) }
     }
 
@@ -128,7 +118,7 @@ public final class MasterBus: @unchecked Sendable {
         let from = rampFilled
         guard to > from else { return }
         rampFilled = to
-        let gainRamp = gainRamps[rampSet]
+        let gainRamp = gainRamps.pointer + rampSet * maxFrames
         let target = gainTarget
         var g = currentGain
         if g == target {
@@ -153,7 +143,7 @@ public final class MasterBus: @unchecked Sendable {
     /// Applies a master volume SysEx (or a reset, which sets it back to
     /// full) at block frame `frame`; ignores any other message.
     public func receiveSysEx(_ message: UnsafeBufferPointer<UInt8>, atFrame frame: Int) {
-        if let v = Self.masterVolume(message) { setMasterVolume(v, atFrame: frame) }
+        if let v = SysExKind(message)?.masterVolumeGain { setMasterVolume(v, atFrame: frame) }
     }
 
     // MARK: processing (render thread)
@@ -161,7 +151,7 @@ public final class MasterBus: @unchecked Sendable {
     /// Applies buffer set `set`'s gain ramp (and any fade), the EQ and the
     /// limiter to `frames` frames of `left`/`right`, in place.
     public func process(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int, set: Int) {
-        let gainRamp = gainRamps[set]
+        let gainRamp = gainRamps.pointer + set * maxFrames
         let requestedFade = fadeRequest.exchange(0, ordering: .acquiring)
         if requestedFade > 0 { fadeStep = fadePosition / Float(requestedFade) }
         for i in 0..<frames {
@@ -191,8 +181,8 @@ public final class MasterBus: @unchecked Sendable {
     /// right, `frames` frames each.
     public func processStems(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
                              stems: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int, set: Int) {
-        let gainRamp = gainRamps[set]
-        let g = frameGains!
+        let gainRamp = gainRamps.pointer + set * maxFrames
+        let g = frameGains.pointer
         let requestedFade = fadeRequest.exchange(0, ordering: .acquiring)
         if requestedFade > 0 { fadeStep = fadePosition / Float(requestedFade) }
         for i in 0..<frames {
@@ -220,13 +210,13 @@ public final class MasterBus: @unchecked Sendable {
             }
             s += 1
         }
-        let gains = limiterGains!
+        let gains = limiterGains.pointer
         limiter!.process(left: left, right: right, frames: frames, gains: gains)
         let lookahead = limiter!.lookahead
         s = 0
         while s < stemCount {
             let l = stems[2 * s], r = stems[2 * s + 1]
-            let dl = stemDelay! + 2 * s * lookahead, dr = dl + lookahead
+            let dl = stemDelay.pointer + 2 * s * lookahead, dr = dl + lookahead
             var p = stemDelayPosition
             for i in 0..<frames {
                 var inL = l[i], inR = r[i]
@@ -242,26 +232,5 @@ public final class MasterBus: @unchecked Sendable {
             s += 1
         }
         stemDelayPosition = (stemDelayPosition + frames) % lookahead
-    }
-
-    /// The gain a universal real-time Master Volume message sets
-    /// (F0 7F <device> 04 01 <lsb> <msb> F7), or nil for any other message.
-    /// GM System On and GS/XG resets return 1 (master volume back to full).
-    static func masterVolume(_ m: UnsafeBufferPointer<UInt8>) -> Float? {
-        if m.count == 8 && m[0] == 0xF0 && m[1] == 0x7F && m[3] == 0x04 && m[4] == 0x01 && m[7] == 0xF7 {
-            let v = Int(m[5] & 0x7F) | (Int(m[6] & 0x7F) << 7)
-            // The level is linear in the 14-bit value (MMA CA-018 leaves the
-            // curve open); squaring gives a perceptually even fader.
-            let x = Float(v) / 16383
-            return x * x
-        }
-        if m.count == 6 && m[0] == 0xF0 && m[1] == 0x7E && m[3] == 0x09 && (m[4] == 0x01 || m[4] == 0x03) && m[5] == 0xF7 {
-            return 1
-        }
-        if m.count == 11 && m[0] == 0xF0 && m[1] == 0x41 && m[3] == 0x42 && m[4] == 0x12
-            && m[5] == 0x40 && m[6] == 0x00 && m[7] == 0x7F {
-            return 1
-        }
-        return nil
     }
 }

@@ -70,7 +70,7 @@ public final class SendEffects {
     private var reverb: SendSlot<Reverb>?
     private var chorus: SendSlot<Chorus>?
     private var delay: SendSlot<Delay>?
-    private let busBuffer: UnsafeMutablePointer<Float>
+    private let busBuffer: FixedBuffer<Float>
     /// The summed sends this object's owner feeds (`maxFrames` each).
     public let bus: SendBus
     /// The reverbs and choruses the GS and GM2 type numbers select (nil: that number selects none).
@@ -91,9 +91,8 @@ public final class SendEffects {
         self.maxFrames = maxFrames
         configuredReverb = reverb?.parameters
         configuredChorus = chorus?.parameters
-        busBuffer = .allocate(capacity: 6 * maxFrames)
-        busBuffer.initialize(repeating: 0, count: 6 * maxFrames)
-        bus = SendBus(planar: busBuffer, stride: maxFrames)
+        busBuffer = FixedBuffer(repeating: 0, count: 6 * maxFrames)
+        bus = SendBus(planar: busBuffer.pointer, stride: maxFrames)
         gsReverbs = (0..<128).map { ReverbPreset(gsType: $0)?.parameters }
         gm2Reverbs = (0..<128).map { ReverbPreset(gm2Type: $0)?.parameters }
         gsChoruses = (0..<128).map { ChorusPreset(gsType: $0)?.parameters }
@@ -114,7 +113,6 @@ public final class SendEffects {
     }
 
     deinit {
-        busBuffer.deallocate()
         reverb?.effect.deallocate()
         chorus?.effect.deallocate()
         delay?.effect.deallocate()
@@ -160,7 +158,7 @@ public final class SendEffects {
 
     /// Writes silence to the whole bus.
     public func clearBus() {
-        busBuffer.update(repeating: 0, count: 6 * maxFrames)
+        busBuffer.pointer.update(repeating: 0, count: 6 * maxFrames)
     }
 
     /// Adds a unit's sends to the bus (`first`: writes them instead, for the first unit).
@@ -327,30 +325,15 @@ public enum EffectTypeSysEx: Equatable, Sendable {
     /// 01 01|02 00 vv F7: slot 01 01 reverb, 01 02 chorus).
     case gm2Reverb(Int), gm2Chorus(Int)
 
-    /// nil for any other message. Allocates nothing.
+    /// nil for any other message (recognised by `SysExKind`). Allocates nothing.
     public init?(_ m: UnsafeBufferPointer<UInt8>) {
-        guard m.count >= 6, m[0] == 0xF0, m[m.count - 1] == 0xF7 else { return nil }
-        if m.count == 6 && m[1] == 0x7E && m[3] == 0x09 && m[4] == 0x01 {
-            self = .reset
-            return
+        switch SysExKind(m) {
+        case .gmSystemOn, .gsReset(checksumValid: true): self = .reset
+        case .gsReverbMacro(let t): self = .gsReverb(Int(t))
+        case .gsChorusMacro(let t): self = .gsChorus(Int(t))
+        case .gm2ReverbType(let t): self = .gm2Reverb(Int(t))
+        case .gm2ChorusType(let t): self = .gm2Chorus(Int(t))
+        default: return nil
         }
-        if m.count == 11 && m[1] == 0x41 && m[3] == 0x42 && m[4] == 0x12 {
-            // address 40 00 7F (GS reset) or 40 01 30/38 (macros); checksum over address + data
-            var sum = 0
-            for i in 5...9 { sum += Int(m[i]) }
-            guard sum % 128 == 0 else { return nil }
-            let a = (m[5], m[6], m[7])
-            if a == (0x40, 0x00, 0x7F) { self = .reset; return }
-            guard a.0 == 0x40 && a.1 == 0x01 && m[8] <= 7 else { return nil }
-            if a.2 == 0x30 { self = .gsReverb(Int(m[8])); return }
-            if a.2 == 0x38 { self = .gsChorus(Int(m[8])); return }
-            return nil
-        }
-        if m.count == 13 && m[1] == 0x7F && m[3] == 0x04 && m[4] == 0x05
-            && m[5] == 0x01 && m[6] == 0x01 && m[7] == 0x01 && m[8] == 0x01 && m[10] == 0x00 {
-            if m[9] == 0x01 { self = .gm2Reverb(Int(m[11])); return }
-            if m[9] == 0x02 { self = .gm2Chorus(Int(m[11])); return }
-        }
-        return nil
     }
 }

@@ -113,21 +113,23 @@ public enum ChannelPartition {
     /// and so on (ties broken by channel number, so the split is
     /// deterministic). Channels that play no note go to group 0. Groups that
     /// would stay empty are dropped.
-    /// (`lanes` without `exclusiveKeys`, which splits no channel.)
+    /// (`portions` without `exclusiveKeys`, which splits no channel.)
     public static func balance(_ schedule: MIDISchedule, channels: Int, parts: Int, noteCost: NoteCost? = nil) -> [[Int]] {
-        lanes(schedule, channels: channels, parts: parts, noteCost: noteCost).map { $0.map(\.channel) }
+        portions(schedule, channels: channels, parts: parts, noteCost: noteCost).map { $0.map(\.channel) }
     }
 
     /// Part of what one synthesizer plays: a whole channel, or a share of
-    /// a channel split over synthesizers.
-    public struct Lane: Equatable, Sendable, CustomStringConvertible {
+    /// a channel split over synthesizers, whose keys' notes take turns
+    /// between them (the engine's turn units). (Not a "lane": in SpinetSynth
+    /// a lane is a SIMD voice slot.)
+    public struct Portion: Equatable, Sendable, CustomStringConvertible {
         public enum Share: Equatable, Sendable {
             /// every note of the channel
             case whole
-            /// the channel's home lane: its turn of each key's notes, and
+            /// the channel's home portion: its turn of each key's notes, and
             /// every note of `fixedKeys` (the keys of exclusive classes)
             case home(fixedKeys: [Int])
-            /// its turn of each key's notes, but for the home lane's fixed keys
+            /// its turn of each key's notes, but for the home portion's fixed keys
             case guest
         }
         public var channel: Int
@@ -155,7 +157,7 @@ public enum ChannelPartition {
     /// note, wherever it plays (the engine sends the other synthesizer a
     /// note-off), so what remains to tie notes together is mono mode,
     /// legato, portamento and sostenuto (which a repeated key carries over
-    /// within one synthesizer), and exclusive classes, whose keys `lanes`
+    /// within one synthesizer), and exclusive classes, whose keys `portions`
     /// keeps on one synthesizer.
     public static func splittable(_ schedule: MIDISchedule, channels: Int) -> [Bool] {
         var ok = [Bool](repeating: true, count: channels)
@@ -176,45 +178,45 @@ public enum ChannelPartition {
     /// notes take turns between them, so a drum track that is most of a
     /// song's work, or one ride cymbal that is most of the drum track's,
     /// keeps every synthesizer busy, all through the song.
-    public static func lanes(_ schedule: MIDISchedule, channels: Int, parts: Int,
-                             noteCost: NoteCost? = nil, exclusiveKeys: ExclusiveKeys? = nil) -> [[Lane]] {
+    public static func portions(_ schedule: MIDISchedule, channels: Int, parts: Int,
+                                noteCost: NoteCost? = nil, exclusiveKeys: ExclusiveKeys? = nil) -> [[Portion]] {
         let keyLoad = estimatedKeyLoad(schedule, channels: channels, noteCost: noteCost)
         let cost = channelSums(keyLoad, channels: channels)
         let plays = playing(schedule, channels: channels)
         let total = (0..<channels).filter { plays[$0] }.reduce(Int64(0)) { $0 + cost[$1] }
         let canSplit = splittable(schedule, channels: channels)
-        var items: [(lane: Lane, cost: Int64)] = []
+        var items: [(portion: Portion, cost: Int64)] = []
         for c in 0..<channels where plays[c] {
             if parts > 1, let exclusiveKeys, canSplit[c], cost[c] * 2 * Int64(parts) > total {
                 let fixed = fixedKeys(schedule, channel: c, exclusiveKeys: exclusiveKeys)
                 let fixedCost = fixed.reduce(Int64(0)) { $0 + keyLoad[c * 128 + $1] }
                 let turn = (cost[c] - fixedCost) / Int64(parts)
                 if turn > 0 {
-                    items.append((Lane(channel: c, share: .home(fixedKeys: fixed)), fixedCost + turn))
-                    for _ in 1..<parts { items.append((Lane(channel: c, share: .guest), turn)) }
+                    items.append((Portion(channel: c, share: .home(fixedKeys: fixed)), fixedCost + turn))
+                    for _ in 1..<parts { items.append((Portion(channel: c, share: .guest), turn)) }
                     continue
                 }
             }
-            items.append((Lane(channel: c), cost[c]))
+            items.append((Portion(channel: c), cost[c]))
         }
-        // heaviest first; a channel's home lane before its guests
-        func rank(_ l: Lane) -> Int {
+        // heaviest first; a channel's home portion before its guests
+        func rank(_ l: Portion) -> Int {
             if case .home = l.share { return 0 }
             return l.share == .whole ? 0 : 1
         }
-        items.sort { ($0.cost, -$0.lane.channel, -rank($0.lane)) > ($1.cost, -$1.lane.channel, -rank($1.lane)) }
+        items.sort { ($0.cost, -$0.portion.channel, -rank($0.portion)) > ($1.cost, -$1.portion.channel, -rank($1.portion)) }
         let count = max(1, min(parts, items.count))
-        var groups = [[Lane]](repeating: [], count: count)
+        var groups = [[Portion]](repeating: [], count: count)
         var load = [Int64](repeating: 0, count: count)
         for item in items {
-            // a split channel's lanes go to different synthesizers
-            let taken = Set(groups.indices.filter { g in groups[g].contains { $0.channel == item.lane.channel } })
+            // a split channel's portions go to different synthesizers
+            let taken = Set(groups.indices.filter { g in groups[g].contains { $0.channel == item.portion.channel } })
             let g = load.indices.filter { !taken.contains($0) }.min { (load[$0], $0) < (load[$1], $1) }
                 ?? load.indices.min { (load[$0], $0) < (load[$1], $1) }!
-            groups[g].append(item.lane)
+            groups[g].append(item.portion)
             load[g] += item.cost
         }
-        groups[0] += (0..<channels).filter { !plays[$0] }.map { Lane(channel: $0) }
+        groups[0] += (0..<channels).filter { !plays[$0] }.map { Portion(channel: $0) }
         return groups.map { $0.sorted { ($0.channel, rank($0)) < ($1.channel, rank($1)) } }
     }
 
@@ -239,5 +241,17 @@ public enum ChannelPartition {
             }
         }
         return keys.sorted()
+    }
+}
+
+extension ChannelPartition {
+    /// The old name of `Portion` ("lane" now means only SpinetSynth's SIMD
+    /// voice slot), kept while the command's graph building moves; use `Portion`.
+    public typealias Lane = Portion
+
+    /// The old name of `portions`, kept while the command's graph building moves.
+    public static func lanes(_ schedule: MIDISchedule, channels: Int, parts: Int,
+                             noteCost: NoteCost? = nil, exclusiveKeys: ExclusiveKeys? = nil) -> [[Portion]] {
+        portions(schedule, channels: channels, parts: parts, noteCost: noteCost, exclusiveKeys: exclusiveKeys)
     }
 }

@@ -628,11 +628,16 @@ public final class SoundFontUnit: InstrumentUnit {
     /// them: master volume, GS parameters, effect types ...). `m` is F0 ... F7.
     private func sysExCost(_ m: UnsafeBufferPointer<UInt8>) -> Int {
         guard m.count >= 6 else { return 0 }
-        let universal = (m[1] == 0x7E || m[1] == 0x7F) && (m[3] == 0x08 || (m[1] == 0x7E && m[3] == 0x09))
-        let roland = m.count >= 9 && m[1] == 0x41 && m[3] == 0x42 && m[4] == 0x12 && m[5] == 0x40
-            && ((m[6] == 0x00 && m[7] == 0x7F) || (m[6] & 0xF0 == 0x10 && m[7] == 0x15))
-        let yamaha = m.count >= 8 && m[1] == 0x43 && m[3] == 0x4C && m[4] == 0 && m[5] == 0 && m[6] == 0x7E
-        return universal || roland || yamaha ? systemCost : 0
+        switch SysExKind(m) {
+        case .gmSystemOn, .gmSystemOff, .gm2SystemOn, .gsReset, .xgSystemOn:
+            return systemCost
+        default:
+            // MIDI Tuning Standard (universal sub-ID 08), GS rhythm part (40 1x 15)
+            let tuning = (m[1] == 0x7E || m[1] == 0x7F) && m[3] == 0x08
+            let rhythmPart = m.count >= 9 && m[1] == 0x41 && m[3] == 0x42 && m[4] == 0x12 && m[5] == 0x40
+                && m[6] & 0xF0 == 0x10 && m[7] == 0x15
+            return tuning || rhythmPart ? systemCost : 0
+        }
     }
 
     /// Charges the estimated voice updates of `m` to this block's ring
@@ -784,9 +789,7 @@ public final class SoundFontUnit: InstrumentUnit {
         base.withMemoryRebound(to: CChar.self, capacity: message.count) { p in
             _ = fluid_synth_sysex(synth, p + 1, Int32(message.count - 2), nil, nil, nil, 0)
         }
-        let gmReset = message.count >= 6 && message[1] == 0x7E && message[3] == 0x09
-        let gsReset = message.count == 11 && message[1] == 0x41 && message[3] == 0x42 && message[5] == 0x40 && message[6] == 0x00 && message[7] == 0x7F
-        if gmReset || gsReset {
+        if SysExKind(message)?.isGMSystemOrGSReset == true {
             Self.resetSends(sendTarget, count: channels)
         }
     }

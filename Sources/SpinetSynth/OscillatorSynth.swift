@@ -399,11 +399,7 @@ public final class OscillatorSynth: InstrumentUnit {
     /// like System Reset; other SysEx is ignored.
     public func receiveSysEx(_ message: UnsafeBufferPointer<UInt8>) {
         guard prepared else { return }
-        let m = message
-        let gmOn = m.count == 6 && m[0] == 0xF0 && m[1] == 0x7E && m[3] == 0x09 && (m[4] == 0x01 || m[4] == 0x03) && m[5] == 0xF7
-        let gsReset = m.count == 11 && m[0] == 0xF0 && m[1] == 0x41 && m[3] == 0x42 && m[4] == 0x12
-            && m[5] == 0x40 && m[6] == 0x00 && m[7] == 0x7F
-        if gmOn || gsReset { resetAllChannels() }
+        if SysExKind(message)?.isGMOrGSReset == true { resetAllChannels() }
     }
 
     /// Render thread only. Writes `frames` frames (any count, including 0 and
