@@ -344,7 +344,13 @@ struct Render: ParsableCommand {
                 throw error
             }
         }
+        // A stem may pass full scale where the stems cancel in the mix: in 16
+        // or 24 bits it clips there, which the summary warns about.
+        var stemPeaks = [Float](repeating: 0, count: stemWriters.count)
         let writeStem: (Int, UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void = { i, l, r, n in
+            var peak = stemPeaks[i]
+            for j in 0..<n { peak = max(peak, abs(l[j]), abs(r[j])) }
+            stemPeaks[i] = peak
             try stemWriters[i].write(left: l, right: r, frames: n)
         }
 
@@ -410,6 +416,12 @@ struct Render: ParsableCommand {
             } catch {
                 out.discard()
                 throw (error as? Failure) ?? Failure("\(error)")
+            }
+        }
+        if s.sampleFormat != .float32 && !s.quiet {
+            for (name, peak) in zip(stemNames, stemPeaks) where peak > 1 {
+                log("spinet: warning: \(input): stem \(name) peaks at " + formatted("%+.2f dBFS", 20 * log10(Double(peak)))
+                    + " (it cancels against other stems in the mix) and clips in \(s.sampleFormat.rawValue) bits; use --bits 32f, or a lower --gain")
             }
         }
         var committedStems: [String] = []
