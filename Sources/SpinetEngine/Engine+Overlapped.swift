@@ -18,6 +18,11 @@ final class OverlapState {
     var postLeft: UnsafeMutablePointer<Float>?
     var postRight: UnsafeMutablePointer<Float>?
     var postStems: UnsafePointer<UnsafeMutablePointer<Float>>?
+    /// Stems mode with workers: the pending block's stem tasks still to put
+    /// in a round (the first round of the call takes them all, then 0), and
+    /// which send effects they run.
+    var stemTasks = 0
+    var stemMask = 0
     /// The caller's work to run beside this round's units (see `renderOverlapped`).
     var sideTask: (() -> Void)?
     /// Whether the current round's first extra task is the finishing step
@@ -61,7 +66,10 @@ extension Engine {
             overlap.postStems = stemOutputs
         }
         overlap.sideTask = alongside
+        // stems: the pending block's stems run as tasks of their own
+        let splitStems = splitPendingStems(produced: produced, stemOutputs: stemOutputs)
         renderUnits(frames: frames, set: overlap.set)
+        if splitStems { finishSplitStems() }
         if overlap.postPending { finishPending() }      // no workers, or no unit round ran it
         runSideTask()
         overlap.pendingFrames = frames
@@ -97,6 +105,11 @@ extension Engine {
     /// Extra task `index` of a worker round: the finishing step first (when
     /// the round has one), then the side task.
     func runExtraTask(_ index: Int) {
-        if overlap.roundHasFinish && index == 0 { finishPending() } else { runSideTask() }
+        if index < overlap.stemTasks {
+            stemEffects(index, frames: overlap.postFrames, set: overlap.postSet, stemOutputs: overlap.postStems!, mask: overlap.stemMask)
+            return
+        }
+        let i = index - overlap.stemTasks
+        if overlap.roundHasFinish && i == 0 { finishPending() } else { runSideTask() }
     }
 }

@@ -82,45 +82,85 @@ extension Engine {
         finish(frames: frames, set: 0, left: left, right: right, stemOutputs: stemOutputs)
     }
 
-    /// The finishing step in stems mode (see `StemState`).
+    /// The finishing step in stems mode (see `StemState`), all on this thread.
     func finishStems(frames: Int, set: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
                      stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>) {
-        let state = stems!
-        let unitCount = units.count
-        // The mix's sends decide when the effects run: every stem's effects
-        // run (or rest) exactly when the shared ones would without stems.
-        let shared = sendEffects!
-        var mask = 0
-        if !shared.isEmpty {
-            var u = 0
-            while u < unitCount {
-                shared.accumulate(unitOutputs[set * unitCount + u], first: u == 0, frames: frames)
-                u += 1
-            }
-            if unitCount == 0 { shared.clearBus() }
-            mask = shared.ringing(shared.bus, frames: frames)
-        }
+        let mask = stemEffectsMask(frames: frames, set: set)
         var s = 0
-        while s < state.units.count {
-            let l = stemOutputs[2 * s], r = stemOutputs[2 * s + 1]
-            l.update(repeating: 0, count: frames)
-            r.update(repeating: 0, count: frames)
-            let sends = state.sends[s]
-            sends.applyRequests(set: set)
-            let members = state.units[s]
-            let hasEffects = !sends.isEmpty
-            if hasEffects && members.isEmpty { sends.clearBus() }
-            var k = 0
-            while k < members.count {
-                let o = unitOutputs[set * unitCount + members[k]]
-                Self.add(o.left, into: l, frames)
-                Self.add(o.right, into: r, frames)
-                if hasEffects { sends.accumulate(o, first: k == 0, frames: frames) }
-                k += 1
-            }
-            if hasEffects && mask != 0 { sends.process(sends.bus, outputLeft: l, outputRight: r, frames: frames, only: mask) }
+        while s < stems!.units.count {
+            stemEffects(s, frames: frames, set: set, stemOutputs: stemOutputs, mask: mask)
             s += 1
         }
         masterBus.processStems(left: left, right: right, stems: stemOutputs, frames: frames, set: set)
+    }
+
+    /// Which send effects run for buffer set `set`'s block: the mix's sends
+    /// decide, so every stem's effects run (or rest) exactly when the shared
+    /// ones would without stems (see `SendEffects.ringing`). Call once per
+    /// block, before its stems, after the shared effects' `applyRequests`.
+    func stemEffectsMask(frames: Int, set: Int) -> Int {
+        let shared = sendEffects!
+        guard !shared.isEmpty else { return 0 }
+        let unitCount = units.count
+        if unitCount == 0 { shared.clearBus() }
+        var u = 0
+        while u < unitCount {
+            shared.accumulate(unitOutputs[set * unitCount + u], first: u == 0, frames: frames)
+            u += 1
+        }
+        return shared.ringing(shared.bus, frames: frames)
+    }
+
+    /// Stem `s` of buffer set `set`'s block, before the master bus: the sum
+    /// of its units' dry sound, and its own effects (those in `mask`) on the
+    /// sum of their sends. Touches only stem `s`'s buffers and effects, so
+    /// the stems of a block may run on several threads at once.
+    func stemEffects(_ s: Int, frames: Int, set: Int, stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>, mask: Int) {
+        let state = stems!
+        let unitCount = units.count
+        let l = stemOutputs[2 * s], r = stemOutputs[2 * s + 1]
+        l.update(repeating: 0, count: frames)
+        r.update(repeating: 0, count: frames)
+        let sends = state.sends[s]
+        sends.applyRequests(set: set)
+        let members = state.units[s]
+        let hasEffects = !sends.isEmpty
+        if hasEffects && members.isEmpty { sends.clearBus() }
+        var k = 0
+        while k < members.count {
+            let o = unitOutputs[set * unitCount + members[k]]
+            Self.add(o.left, into: l, frames)
+            Self.add(o.right, into: r, frames)
+            if hasEffects { sends.accumulate(o, first: k == 0, frames: frames) }
+            k += 1
+        }
+        if hasEffects && mask != 0 { sends.process(sends.bus, outputLeft: l, outputRight: r, frames: frames, only: mask) }
+    }
+
+    /// Offline, with workers: sets up the pending block's stems as tasks of
+    /// this call's first worker round (beside the units of the next block),
+    /// instead of one finishing task; `finishSplitStems` ends the block.
+    /// False (nothing set up) without stems, workers or a pending block.
+    func splitPendingStems(produced: Int, stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>?) -> Bool {
+        guard produced > 0, let stemOutputs, let state = stems, hasWorkers else { return false }
+        overlap.postPending = false
+        overlap.postStems = stemOutputs
+        sendEffects!.applyRequests(set: overlap.postSet)
+        overlap.stemMask = stemEffectsMask(frames: produced, set: overlap.postSet)
+        overlap.stemTasks = state.units.count
+        return true
+    }
+
+    /// After the units' rounds: any stem task no round ran, then the master
+    /// bus over the stems (cheap: gains, EQ, limiter) on this thread.
+    func finishSplitStems() {
+        var s = 0
+        while s < overlap.stemTasks {
+            stemEffects(s, frames: overlap.postFrames, set: overlap.postSet, stemOutputs: overlap.postStems!, mask: overlap.stemMask)
+            s += 1
+        }
+        overlap.stemTasks = 0
+        masterBus.processStems(left: overlap.postLeft!, right: overlap.postRight!, stems: overlap.postStems!,
+                               frames: overlap.postFrames, set: overlap.postSet)
     }
 }

@@ -66,6 +66,8 @@ public final class Engine: @unchecked Sendable {
     private var sysExArenaUsed = 0
     private var sysExArenaCapacity: Int
     private var workers: UnitWorkers?
+    /// Whether offline worker threads render the units.
+    var hasWorkers: Bool { workers != nil }
     /// The bits of the tempo `setTempo` asked for, until a block takes it (0: none).
     let tempoRequest = Atomic<UInt64>(0)
     /// Offline overlapped rendering's state (Engine+Overlapped.swift).
@@ -257,7 +259,8 @@ public final class Engine: @unchecked Sendable {
             if let pool = workers {
                 overlap.roundHasFinish = overlap.postPending
                 pool.run(sliceStart: sliceStart, sliceEnd: sliceEnd, blockStart: blockStart,
-                         tasks: unitCount + (overlap.postPending ? 1 : 0) + (overlap.sideTask != nil ? 1 : 0))
+                         tasks: unitCount + overlap.stemTasks + (overlap.postPending ? 1 : 0) + (overlap.sideTask != nil ? 1 : 0))
+                overlap.stemTasks = 0       // a block's stems run in the call's first round
             } else {
                 var u = 0
                 while u < unitCount {

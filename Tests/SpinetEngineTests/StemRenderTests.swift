@@ -63,8 +63,10 @@ struct StemRenderTests {
         return (mix, stems)
     }
 
-    @Test func stemsSumToTheMixWithTheLimiterEngaged() {
-        let (mix, stems) = Self.render(blocks: 300, threads: 1)
+    /// On two threads the stems of a block run as tasks beside the next block's units.
+    @Test(arguments: [1, 2])
+    func stemsSumToTheMixWithTheLimiterEngaged(threads: Int) {
+        let (mix, stems) = Self.render(blocks: 300, threads: threads)
         var energy = 0.0, residual = 0.0
         for i in 0..<mix.count {
             let sum = Double(stems[0][i]) + Double(stems[1][i]) + Double(stems[2][i])
