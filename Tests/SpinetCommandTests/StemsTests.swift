@@ -196,6 +196,21 @@ struct StemsTests {
         #expect(forced.status == 0, "\(forced.stderr)")
     }
 
+    @Test func aSecondPortsStemsArePrefixedWithItsNumber() throws {
+        let dir = try SpinetCommand.temporaryDirectory("stems-port")
+        var w = MIDIFileWriter(format: 0, ticksPerQuarter: 480)
+        w.addTrack([(0, .message(.noteOn(channel: 0, key: 60, velocity: 100))), (480, .message(.noteOff(channel: 0, key: 60, velocity: 0))),
+                    (0, .message(.programChange(channel: 16, program: 40))),
+                    (0, .message(.noteOn(channel: 16, key: 67, velocity: 100))), (480, .message(.noteOff(channel: 16, key: 67, velocity: 0)))])
+        let input = try write(w.bytes(), to: dir, "ports.mid")
+        let stems = dir.appendingPathComponent("s").path
+        let r = try SpinetCommand.run(["render", input, "-o", dir.appendingPathComponent("m.wav").path, "--stems", stems,
+                                       "--soundfont", font, "--quiet"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let names = try Self.files(stems)
+        #expect(names.count == 2 && names[0].hasPrefix("01-") && names[1] == "2.01-Violin.wav", "\(names)")
+    }
+
     @Test func batchModeWritesOneStemDirectoryPerInput() throws {
         let dir = try SpinetCommand.temporaryDirectory("stems-batch")
         var a = MIDIFileWriter(format: 0, ticksPerQuarter: 480)
