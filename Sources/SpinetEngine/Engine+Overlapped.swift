@@ -17,6 +17,12 @@ final class OverlapState {
     var postSet = 0
     var postLeft: UnsafeMutablePointer<Float>?
     var postRight: UnsafeMutablePointer<Float>?
+    var postStems: UnsafePointer<UnsafeMutablePointer<Float>>?
+    /// Stems mode with workers: the pending block's stem tasks still to put
+    /// in a round (the first round of the call takes them all, then 0), and
+    /// which send effects they run.
+    var stemTasks = 0
+    var stemMask = 0
     /// The caller's work to run beside this round's units (see `renderOverlapped`).
     var sideTask: (() -> Void)?
     /// Whether the current round's first extra task is the finishing step
@@ -42,7 +48,12 @@ extension Engine {
     /// an earlier block's output, such as writing it to a file). It must not
     /// touch the engine, nor `left`/`right`. Pass the same closure each call
     /// (creating one per call would allocate).
+    ///
+    /// `stems` (stems mode, see `setStems`): where the finished block's
+    /// stems go, as the mix goes to `left`/`right`: `stemCount` pairs of
+    /// pointers, left then right, `maxFrames` floats each.
     public func renderOverlapped(frames: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
+                                 stems stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>? = nil,
                                  alongside: (() -> Void)? = nil) -> Int {
         precondition(frames >= 0 && frames <= maxFrames, "renderOverlapped renders at most maxFrames frames")
         let produced = overlap.pendingFrames
@@ -52,9 +63,13 @@ extension Engine {
             overlap.postSet = 1 - overlap.set
             overlap.postLeft = left
             overlap.postRight = right
+            overlap.postStems = stemOutputs
         }
         overlap.sideTask = alongside
+        // stems: the pending block's stems run as tasks of their own
+        let splitStems = splitPendingStems(produced: produced, stemOutputs: stemOutputs)
         renderUnits(frames: frames, set: overlap.set)
+        if splitStems { finishSplitStems() }
         if overlap.postPending { finishPending() }      // no workers, or no unit round ran it
         runSideTask()
         overlap.pendingFrames = frames
@@ -64,9 +79,10 @@ extension Engine {
 
     /// Offline only: finishes the block the last `renderOverlapped` left
     /// pending into `left` and `right`; returns its frame count (0 if none).
-    public func finishOverlapped(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>) -> Int {
+    public func finishOverlapped(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
+                                 stems stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>? = nil) -> Int {
         let produced = overlap.pendingFrames
-        if produced > 0 { finish(frames: produced, set: 1 - overlap.set, left: left, right: right) }
+        if produced > 0 { finish(frames: produced, set: 1 - overlap.set, left: left, right: right, stemOutputs: stemOutputs) }
         overlap.pendingFrames = 0
         return produced
     }
@@ -75,7 +91,8 @@ extension Engine {
     func finishPending() {
         guard overlap.postPending else { return }
         overlap.postPending = false
-        finish(frames: overlap.postFrames, set: overlap.postSet, left: overlap.postLeft!, right: overlap.postRight!)
+        finish(frames: overlap.postFrames, set: overlap.postSet, left: overlap.postLeft!, right: overlap.postRight!,
+               stemOutputs: overlap.postStems)
     }
 
     /// The caller's side task of this call, once (any one thread).
@@ -88,6 +105,11 @@ extension Engine {
     /// Extra task `index` of a worker round: the finishing step first (when
     /// the round has one), then the side task.
     func runExtraTask(_ index: Int) {
-        if overlap.roundHasFinish && index == 0 { finishPending() } else { runSideTask() }
+        if index < overlap.stemTasks {
+            stemEffects(index, frames: overlap.postFrames, set: overlap.postSet, stemOutputs: overlap.postStems!, mask: overlap.stemMask)
+            return
+        }
+        let i = index - overlap.stemTasks
+        if overlap.roundHasFinish && i == 0 { finishPending() } else { runSideTask() }
     }
 }

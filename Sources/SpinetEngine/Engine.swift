@@ -41,7 +41,7 @@ public final class Engine: @unchecked Sendable {
     /// stereo and three stereo sends, `maxFrames` each. `render` uses set 0;
     /// `renderOverlapped` renders the units into one set while it finishes
     /// the block before from the other.
-    private var unitOutputs: [UnitOutput] = []
+    var unitOutputs: [UnitOutput] = []
     /// The memory of `unitOutputs` (from `prepare`).
     private var unitOutputBuffer = FixedBuffer<Float>(repeating: 0, count: 0)
     /// The set the units render into during the current block.
@@ -66,10 +66,17 @@ public final class Engine: @unchecked Sendable {
     private var sysExArenaUsed = 0
     private var sysExArenaCapacity: Int
     private var workers: UnitWorkers?
+    /// Whether offline worker threads render the units.
+    var hasWorkers: Bool { workers != nil }
     /// The bits of the tempo `setTempo` asked for, until a block takes it (0: none).
     let tempoRequest = Atomic<UInt64>(0)
     /// Offline overlapped rendering's state (Engine+Overlapped.swift).
     let overlap = OverlapState()
+    /// Stems: the units each stem sums, and each stem's own send effects
+    /// (Engine+Stems.swift; nil: no stems).
+    var stems: StemState?
+    /// The stems `setStems` asked for, until `prepare` makes them.
+    var plannedStems: [[Int]]?
 
     /// The events of the current `render(frames:left:right:events:)` call:
     /// where they start, how many, the next one to gather, and the call's
@@ -138,6 +145,7 @@ public final class Engine: @unchecked Sendable {
         sendEffects = SendEffects(reverb: configuration.reverb, chorus: configuration.chorus, delay: configuration.delay,
                                   sampleRate: sampleRate, maxFrames: maxFrames)
         masterBus.prepare(sampleRate: sampleRate, maxFrames: maxFrames)
+        prepareStems()
         // one task per unit, plus finishing the block before when overlapped
         let threads = min(configuration.offlineRenderThreads, units.count + 1)
         if threads > 1 { workers = UnitWorkers(engine: self, threads: threads) }
@@ -217,6 +225,7 @@ public final class Engine: @unchecked Sendable {
         let sends = sendEffects!
         let tempoBits = tempoRequest.exchange(0, ordering: .acquiring)
         sends.requestTempo(tempoBits != 0 ? Double(bitPattern: tempoBits) : 0, forSet: set)
+        stems?.requestTempo(tempoBits != 0 ? Double(bitPattern: tempoBits) : 0, forSet: set)
         let blockStart = frameTime
         let blockEnd = blockStart + Int64(frames)
         var sliceStart = blockStart
@@ -235,7 +244,10 @@ public final class Engine: @unchecked Sendable {
                 if case .sysEx(let off, let len) = sliceEvents[e].kind {
                     let message = UnsafeBufferPointer(start: sysExArena + off, count: len)
                     masterBus.receiveSysEx(message, atFrame: Int(sliceEvents[e].frame - blockStart))
-                    if let request = EffectTypeSysEx(message) { sends.request(request, forSet: set) }
+                    if let request = EffectTypeSysEx(message) {
+                        sends.request(request, forSet: set)
+                        stems?.request(request, forSet: set)
+                    }
                 }
                 e += 1
             }
@@ -247,7 +259,8 @@ public final class Engine: @unchecked Sendable {
             if let pool = workers {
                 overlap.roundHasFinish = overlap.postPending
                 pool.run(sliceStart: sliceStart, sliceEnd: sliceEnd, blockStart: blockStart,
-                         tasks: unitCount + (overlap.postPending ? 1 : 0) + (overlap.sideTask != nil ? 1 : 0))
+                         tasks: unitCount + overlap.stemTasks + (overlap.postPending ? 1 : 0) + (overlap.sideTask != nil ? 1 : 0))
+                overlap.stemTasks = 0       // a block's stems run in the call's first round
             } else {
                 var u = 0
                 while u < unitCount {
@@ -464,11 +477,17 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// Mixes buffer set `set` (`frames` frames), runs the send effects and
-    /// the master bus, and writes the result to `left`/`right`.
-    func finish(frames: Int, set: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>) {
+    /// the master bus, and writes the result to `left`/`right` (with stems,
+    /// when `stemOutputs` is given: see `finishStems`).
+    func finish(frames: Int, set: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
+                stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>? = nil) {
         let unitCount = units.count
         let sends = sendEffects!
         sends.applyRequests(set: set)
+        if let stemOutputs, stems != nil {
+            finishStems(frames: frames, set: set, left: left, right: right, stemOutputs: stemOutputs)
+            return
+        }
 
         // Mix: plain Float32 sum (headroom is the float range) of the dry
         // sound and of the sends; the send effects add their returns.

@@ -76,7 +76,11 @@ public struct Limiter {
     }
 
     /// Render thread. Limits `frames` frames in place (output is delayed by `lookahead`).
-    public mutating func process(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
+    /// `gains`, when given (`frames` floats), receives the gain applied to
+    /// each output frame: other signals delayed by `lookahead` frames and
+    /// multiplied by it get exactly the treatment this one got (stems).
+    public mutating func process(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int,
+                                 gains: UnsafeMutablePointer<Float>? = nil) {
         let kneeD = Double(knee)
         for i in 0..<frames {
             var l = left[i], r = right[i]
@@ -131,6 +135,7 @@ public struct Limiter {
                 gain = Float(min(1, boxSum / Double(window)))
             }
 
+            if let gains { gains[i] = gain }
             // delayed output
             var outL = delayL[delayPos] * gain
             var outR = delayR[delayPos] * gain

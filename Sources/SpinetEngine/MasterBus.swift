@@ -37,6 +37,15 @@ public final class MasterBus: @unchecked Sendable {
     private let fadeGainAtomic = Atomic<Int>(1)
     private var limiter: Limiter?
     private var equalizer: Equalizer?
+    /// Stems (`prepareStems`): how many, each one's EQ, the look-ahead delay
+    /// line of each (left then right, `lookahead` frames each), its position,
+    /// and per frame of a block the master gain and the limiter's gain.
+    public private(set) var stemCount = 0
+    private var stemEqualizers: [Equalizer] = []
+    private var stemDelay = FixedBuffer<Float>(repeating: 0, count: 0)
+    private var stemDelayPosition = 0
+    private var frameGains = FixedBuffer<Float>(repeating: 1, count: 0)
+    private var limiterGains = FixedBuffer<Float>(repeating: 1, count: 0)
 
     /// - Parameters:
     ///   - gainDB: the master gain before the limiter.
@@ -64,6 +73,17 @@ public final class MasterBus: @unchecked Sendable {
         gainCoefficient = Float(1 - exp(-1 / (0.005 * sampleRate / 3)))
         limiter = Limiter(sampleRate: sampleRate, ceilingDBFS: ceilingDBFS)
         if let p = equalizerParameters, !p.isFlat { equalizer = Equalizer(sampleRate: sampleRate, parameters: p.clamped) }
+    }
+
+    /// Makes room for `count` stems (`processStems`). After `prepare`, not
+    /// on the render thread; once.
+    public func prepareStems(count: Int) {
+        precondition(maxFrames > 0 && stemCount == 0, "prepare the bus, then its stems, once")
+        stemCount = count
+        stemDelay = FixedBuffer(repeating: 0, count: 2 * count * limiter!.lookahead)
+        frameGains = FixedBuffer(repeating: 1, count: maxFrames)
+        limiterGains = FixedBuffer(repeating: 1, count: maxFrames)
+        if let e = equalizer { stemEqualizers = Array(repeating: e, count: count) }
     }
 
     /// Frames of delay the bus adds (the limiter's look-ahead).
@@ -149,5 +169,68 @@ public final class MasterBus: @unchecked Sendable {
         if fadeStep > 0 && fadePosition == 0 { fadeGainAtomic.store(0, ordering: .releasing) }
         if equalizer != nil { equalizer!.process(left: left, right: right, frames: frames) }
         limiter!.process(left: left, right: right, frames: frames)
+    }
+
+    /// The master bus for stems that add up to the mix: applies buffer set
+    /// `set`'s gain ramp (and any fade) and the EQ (each stem its own,
+    /// linear, so the EQ of the sum is the sum of the EQs) to each stem in
+    /// place, writes their sum (the mix) to `left`/`right`, runs the limiter
+    /// on the mix, and applies the limiter's gain to each stem delayed by
+    /// the same look-ahead. The stems then sum to the mix (within float
+    /// rounding). `stems` holds `stemCount` pairs of pointers, left then
+    /// right, `frames` frames each.
+    public func processStems(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
+                             stems: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int, set: Int) {
+        let gainRamp = gainRamps.pointer + set * maxFrames
+        let g = frameGains.pointer
+        let requestedFade = fadeRequest.exchange(0, ordering: .acquiring)
+        if requestedFade > 0 { fadeStep = fadePosition / Float(requestedFade) }
+        for i in 0..<frames {
+            var x = gainRamp[i]
+            if fadeStep > 0 {
+                fadePosition = max(0, fadePosition - fadeStep)
+                x *= fadePosition * fadePosition * (3 - 2 * fadePosition)
+            }
+            g[i] = x
+        }
+        if fadeStep > 0 && fadePosition == 0 { fadeGainAtomic.store(0, ordering: .releasing) }
+        left.update(repeating: 0, count: frames)
+        right.update(repeating: 0, count: frames)
+        var s = 0
+        while s < stemCount {
+            let l = stems[2 * s], r = stems[2 * s + 1]
+            for i in 0..<frames {
+                l[i] *= g[i]
+                r[i] *= g[i]
+            }
+            if equalizer != nil { stemEqualizers[s].process(left: l, right: r, frames: frames) }
+            for i in 0..<frames {
+                left[i] += l[i]
+                right[i] += r[i]
+            }
+            s += 1
+        }
+        let gains = limiterGains.pointer
+        limiter!.process(left: left, right: right, frames: frames, gains: gains)
+        let lookahead = limiter!.lookahead
+        s = 0
+        while s < stemCount {
+            let l = stems[2 * s], r = stems[2 * s + 1]
+            let dl = stemDelay.pointer + 2 * s * lookahead, dr = dl + lookahead
+            var p = stemDelayPosition
+            for i in 0..<frames {
+                var inL = l[i], inR = r[i]
+                // as the limiter does: nothing non-finite reaches the output
+                if !inL.isFinite { inL = 0 }
+                if !inR.isFinite { inR = 0 }
+                l[i] = dl[p] * gains[i]
+                r[i] = dr[p] * gains[i]
+                dl[p] = inL
+                dr[p] = inR
+                p = p + 1 == lookahead ? 0 : p + 1
+            }
+            s += 1
+        }
+        stemDelayPosition = (stemDelayPosition + frames) % lookahead
     }
 }

@@ -185,6 +185,35 @@ public final class SendEffects {
         if delay != nil { delay!.process(input.delayLeft, input.delayRight, outputLeft, outputRight, frames: frames) }
     }
 
+    /// Stems: which effects `input` (the sum of every stem's sends) keeps
+    /// running, as `process` decides it, updating the idle counts the same
+    /// way: bit 0 the reverb, 1 the chorus, 2 the delay. Each stem's effects
+    /// then run (`process(_:outputLeft:outputRight:frames:only:)`) exactly
+    /// when the mix's would, so their modulation stays in step with a
+    /// render without stems, and the stems add up to it.
+    public func ringing(_ input: SendBus, frames: Int) -> Int {
+        var mask = 0
+        if reverb != nil && Self.stillRinging(&reverb!.idle, input.reverbLeft, input.reverbRight, frames, tail: reverb!.tailFrames) { mask |= 1 }
+        if chorus != nil && Self.stillRinging(&chorus!.idle, input.chorusLeft, input.chorusRight, frames, tail: chorus!.tailFrames) { mask |= 2 }
+        if delay != nil && Self.stillRinging(&delay!.idle, input.delayLeft, input.delayRight, frames, tail: delay!.tailFrames) { mask |= 4 }
+        return mask
+    }
+
+    /// Runs the effects `mask` names (see `ringing`) on `input`'s sends,
+    /// whatever their own input, and adds their returns to the outputs.
+    public func process(_ input: SendBus, outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
+                        frames: Int, only mask: Int) {
+        if mask & 1 != 0 && reverb != nil {
+            reverb!.effect.process(inputLeft: input.reverbLeft, inputRight: input.reverbRight, outputLeft: outputLeft, outputRight: outputRight, frames: frames)
+        }
+        if mask & 2 != 0 && chorus != nil {
+            chorus!.effect.process(inputLeft: input.chorusLeft, inputRight: input.chorusRight, outputLeft: outputLeft, outputRight: outputRight, frames: frames)
+        }
+        if mask & 4 != 0 && delay != nil {
+            delay!.effect.process(inputLeft: input.delayLeft, inputRight: input.delayRight, outputLeft: outputLeft, outputRight: outputRight, frames: frames)
+        }
+    }
+
     /// Sets the tempo tempo-synced effects (the delay) follow, now.
     public func setTempo(bpm: Double) {
         delay?.effect.setTempo(bpm: bpm)

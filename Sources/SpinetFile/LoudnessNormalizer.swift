@@ -22,6 +22,9 @@ public final class LoudnessNormalizer {
     static let chunk = 4096
 
     private let spool: UnsafeMutablePointer<FILE>
+    /// Stems (`--stems`): one spool each; they get the mix's gain and, frame
+    /// for frame, the gain its limiter applies, so they still add up to it.
+    private var stemSpools: [UnsafeMutablePointer<FILE>] = []
     private var meter: UnsafeMutablePointer<ebur128_state>?
     private var interleaved: [Float] = []
     public private(set) var frames: Int64 = 0
@@ -40,7 +43,7 @@ public final class LoudnessNormalizer {
         public var description: String
     }
 
-    public init(sampleRate: Int, target: Double, ceilingDBFS: Double = -1) throws(Failure) {
+    public init(sampleRate: Int, target: Double, ceilingDBFS: Double = -1, stems: Int = 0) throws(Failure) {
         self.sampleRate = sampleRate
         self.target = target
         self.ceilingDBFS = ceilingDBFS
@@ -50,9 +53,16 @@ public final class LoudnessNormalizer {
         spool = f
         meter = ebur128_init(2, UInt(sampleRate), Int32(EBUR128_MODE_I.rawValue))
         guard meter != nil else { fclose(f); throw Failure(description: "--normalize: libebur128 could not start") }
+        for _ in 0..<stems {
+            guard let s = tmpfile() else {
+                throw Failure(description: "--normalize needs temporary files: \(String(cString: strerror(errno))) (set TMPDIR to a directory with room)")
+            }
+            stemSpools.append(s)
+        }
     }
 
     deinit {
+        for s in stemSpools { fclose(s) }
         fclose(spool)
         if meter != nil { ebur128_destroy(&meter) }
     }
@@ -75,6 +85,22 @@ public final class LoudnessNormalizer {
         frames += Int64(n)
     }
 
+    /// Takes a stem's rendered frames (the same frames the mix took last).
+    public func appendStem(_ stem: Int, left: UnsafePointer<Float>, right: UnsafePointer<Float>, frames n: Int) throws(Failure) {
+        guard n > 0 else { return }
+        var buffer = [Float](repeating: 0, count: 2 * n)
+        for i in 0..<n {
+            buffer[2 * i] = left[i]
+            buffer[2 * i + 1] = right[i]
+        }
+        let written = buffer.withUnsafeBufferPointer { fwrite($0.baseAddress, MemoryLayout<Float>.size * 2, n, stemSpools[stem]) }
+        guard written == n else {
+            throw Failure(description: "--normalize: writing the temporary file failed: \(String(cString: strerror(errno))) (set TMPDIR to a directory with room)")
+        }
+    }
+
+    public typealias StemSink = (Int, UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void
+
     /// Integrated loudness of what was appended (-inf for silence).
     public var measuredLoudness: Double {
         var out = -Double.infinity
@@ -85,7 +111,9 @@ public final class LoudnessNormalizer {
     public typealias Sink = (UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void
 
     /// Plays the spool back at the target loudness into `sink`.
-    public func finish(sink: Sink) throws -> Result {
+    /// `stemSink` gets each stem's frames, as many as the mix's, with the
+    /// same gain and, frame for frame, the same limiter gain.
+    public func finish(sink: Sink, stemSink: StemSink? = nil) throws -> Result {
         let measured = measuredLoudness
         guard measured.isFinite else {
             throw Failure(description: "--normalize: the render has no loudness to measure (it is silent or shorter than 0.4 s)")
@@ -103,13 +131,22 @@ public final class LoudnessNormalizer {
         }
         // The pass that writes.
         passes += 1
-        output = try withoutActuallyEscaping(sink) { try play(gainDB: gain, sink: $0) }
+        let noStems: StemSink = { _, _, _, _ in }
+        output = try withoutActuallyEscaping(sink) { sink in
+            try withoutActuallyEscaping(stemSink ?? noStems) { stems in
+                try play(gainDB: gain, sink: sink, stemSink: stemSink == nil ? nil : stems)
+            }
+        }
         return Result(measured: measured, output: output, gainDB: gain, passes: passes)
     }
 
     /// One playback of the spool through the gain and the limiter; returns its loudness.
-    private func play(gainDB: Double, sink: Sink?) throws -> Double {
+    private func play(gainDB: Double, sink: Sink?, stemSink: StemSink? = nil) throws -> Double {
         guard fseeko(spool, 0, SEEK_SET) == 0 else {
+            throw Failure(description: "--normalize: cannot read the temporary file back")
+        }
+        let stemCount = stemSink == nil ? 0 : stemSpools.count
+        for s in 0..<stemCount where fseeko(stemSpools[s], 0, SEEK_SET) != 0 {
             throw Failure(description: "--normalize: cannot read the temporary file back")
         }
         var limiter = Limiter(sampleRate: Double(sampleRate), ceilingDBFS: ceilingDBFS)
@@ -124,8 +161,15 @@ public final class LoudnessNormalizer {
         var remaining = frames
         var skip = limiter.lookahead          // the limiter delays by its look-ahead
         var flush = limiter.lookahead         // zeros that push the last frames out
+        // stems: the limiter's gain per frame, and each stem's look-ahead delay line
+        let lookahead = limiter.lookahead
+        var gains = [Float](repeating: 1, count: n)
+        var stemDelay = [Float](repeating: 0, count: 2 * lookahead * stemCount)
+        var stemLeft = [Float](repeating: 0, count: n), stemRight = [Float](repeating: 0, count: n)
+        var stemPosition = 0
         while remaining > 0 || flush > 0 {
             var m: Int
+            let reading = remaining > 0
             if remaining > 0 {
                 m = Int(min(Int64(n), remaining))
                 let got = raw.withUnsafeMutableBufferPointer { fread($0.baseAddress, MemoryLayout<Float>.size * 2, m, spool) }
@@ -138,11 +182,40 @@ public final class LoudnessNormalizer {
                 flush -= m
             }
             left.withUnsafeMutableBufferPointer { l in
-                right.withUnsafeMutableBufferPointer { r in limiter.process(left: l.baseAddress!, right: r.baseAddress!, frames: m) }
+                right.withUnsafeMutableBufferPointer { r in
+                    gains.withUnsafeMutableBufferPointer { gb in
+                        limiter.process(left: l.baseAddress!, right: r.baseAddress!, frames: m, gains: stemCount > 0 ? gb.baseAddress! : nil)
+                    }
+                }
             }
             let drop = min(skip, m)
             skip -= drop
             let k = m - drop
+            if let stemSink {
+                for s in 0..<stemCount {
+                    if reading {
+                        let got = raw.withUnsafeMutableBufferPointer { fread($0.baseAddress, MemoryLayout<Float>.size * 2, m, stemSpools[s]) }
+                        guard got == m else { throw Failure(description: "--normalize: the temporary file was cut short") }
+                    } else {
+                        for i in 0..<(2 * m) { raw[i] = 0 }
+                    }
+                    var p = stemPosition
+                    let base = 2 * lookahead * s
+                    for i in 0..<m {
+                        stemLeft[i] = stemDelay[base + p] * gains[i]
+                        stemRight[i] = stemDelay[base + lookahead + p] * gains[i]
+                        stemDelay[base + p] = raw[2 * i] * g
+                        stemDelay[base + lookahead + p] = raw[2 * i + 1] * g
+                        p = p + 1 == lookahead ? 0 : p + 1
+                    }
+                    if k > 0 {
+                        try stemLeft.withUnsafeBufferPointer { l in
+                            try stemRight.withUnsafeBufferPointer { r in try stemSink(s, l.baseAddress! + drop, r.baseAddress! + drop, k) }
+                        }
+                    }
+                }
+                stemPosition = (stemPosition + m) % lookahead
+            }
             guard k > 0 else { continue }
             for i in 0..<k { out[2 * i] = left[drop + i]; out[2 * i + 1] = right[drop + i] }
             out.withUnsafeBufferPointer { _ = ebur128_add_frames_float(state, $0.baseAddress, k) }

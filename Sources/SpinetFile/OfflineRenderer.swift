@@ -75,15 +75,33 @@ public final class OfflineRenderer {
         var frames = 0
         var skip = 0
         var sink: ((UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void)?
+        /// Stems: how many, the block's stem buffers (pairs of pointers, left
+        /// then right), their hold buffers (left then right per stem), and
+        /// where they go. They follow the mix frame for frame: the same
+        /// frames are dropped, held and written.
+        let stemCount: Int
+        var stems: UnsafePointer<UnsafeMutablePointer<Float>>?
+        let stemHold: UnsafeMutablePointer<Float>?
+        let holdCapacity: Int
+        var stemSink: ((Int, UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void)?
 
-        init(threshold: Float, musicEnd: Int64, holdCapacity: Int) {
+        init(threshold: Float, musicEnd: Int64, holdCapacity: Int, stemCount: Int = 0) {
             self.threshold = threshold
             self.musicEnd = musicEnd
+            self.holdCapacity = holdCapacity
+            self.stemCount = stemCount
             holdL = .allocate(capacity: holdCapacity)
             holdR = .allocate(capacity: holdCapacity)
+            stemHold = stemCount > 0 ? .allocate(capacity: 2 * stemCount * holdCapacity) : nil
         }
 
-        deinit { holdL.deallocate(); holdR.deallocate() }
+        deinit { holdL.deallocate(); holdR.deallocate(); stemHold?.deallocate() }
+
+        @inline(__always)
+        func stemHold(_ s: Int) -> (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) {
+            let l = stemHold! + 2 * s * holdCapacity
+            return (l, l + holdCapacity)
+        }
 
         /// Takes the block set up in `left`/`right`/`frames`/`skip`: frames
         /// up to the last loud one (and all before the end of the music) go
@@ -103,11 +121,24 @@ public final class OfflineRenderer {
             let keepThrough = max(lastLoud, Int(min(Int64(m), max(0, musicEnd - outStart))) - 1)
             (holdL + held).update(from: left + skip, count: m)
             (holdR + held).update(from: right + skip, count: m)
+            if let stems {
+                for s in 0..<stemCount {
+                    let (l, r) = stemHold(s)
+                    (l + held).update(from: stems[2 * s] + skip, count: m)
+                    (r + held).update(from: stems[2 * s + 1] + skip, count: m)
+                }
+            }
             held += m
             if keepThrough >= 0 {
                 let flush = held - m + keepThrough + 1
                 do {
                     try sink(holdL, holdR, flush)
+                    if let stemSink {
+                        for s in 0..<stemCount {
+                            let (l, r) = stemHold(s)
+                            try stemSink(s, l, r, flush)
+                        }
+                    }
                 } catch {
                     failure = error
                     return
@@ -117,6 +148,11 @@ public final class OfflineRenderer {
                 if held > 0 {
                     holdL.update(from: holdL + flush, count: held)
                     holdR.update(from: holdR + flush, count: held)
+                    for s in 0..<stemCount {
+                        let (l, r) = stemHold(s)
+                        l.update(from: l + flush, count: held)
+                        r.update(from: r + flush, count: held)
+                    }
                 }
             }
         }
@@ -125,7 +161,12 @@ public final class OfflineRenderer {
     /// Renders everything. `sink` receives output in order (on any of the
     /// render threads, one call at a time); `progress` gets the fraction of
     /// the music done; `shouldStop` is polled once a block.
+    ///
+    /// `stemSink` (an engine with stems, `Engine.setStems`): receives each
+    /// stem's frames (stem index, left, right, count) right after the mix's
+    /// same frames went to `sink`; every stem is as long as the mix.
     public func run(sink: (UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void,
+                    stemSink: ((Int, UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void)? = nil,
                     progress: (Double) -> Void = { _ in },
                     shouldStop: () -> Bool = { false }) throws -> RenderReport {
         precondition(engine.maxFrames >= options.blockFrames, "prepare the engine for at least blockFrames")
@@ -145,8 +186,16 @@ public final class OfflineRenderer {
         let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 4 * block)
         defer { buffers.deallocate() }
         // Quiet frames after the music, held back until sound resumes or the render ends.
+        let stemCount = stemSink == nil ? 0 : engine.stemCount
         let output = Output(threshold: Float(pow(10, options.silenceDBFS / 20)), musicEnd: musicEnd,
-                            holdCapacity: Int(silenceFrames) + block)
+                            holdCapacity: Int(silenceFrames) + block, stemCount: stemCount)
+        // Stem buffers, two sets as for the mix, and their pointers (left, right per stem).
+        let stemBuffers = UnsafeMutablePointer<Float>.allocate(capacity: max(1, 4 * stemCount * block))
+        defer { stemBuffers.deallocate() }
+        stemBuffers.initialize(repeating: 0, count: max(1, 4 * stemCount * block))
+        let stemPointers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(1, 4 * stemCount))
+        defer { stemPointers.deallocate() }
+        for i in 0..<(4 * stemCount) { (stemPointers + i).initialize(to: stemBuffers + i * block) }
         let take = { output.take() }
 
         var next = 0
@@ -166,9 +215,12 @@ public final class OfflineRenderer {
         var lastProgress = -1.0
         var current = 0                  // the buffer the engine finishes into next
 
+        let noStems: (Int, UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void = { _, _, _, _ in }
         try withoutActuallyEscaping(sink) { sink in
+          try withoutActuallyEscaping(stemSink ?? noStems) { stemSink in
             output.sink = sink
-            defer { output.sink = nil }
+            output.stemSink = stemCount > 0 ? stemSink : nil
+            defer { output.sink = nil; output.stemSink = nil }
             while true {
                 if shouldStop() { interrupted = true; break }
                 // Hand the engine this block's events through the same queue the live driver uses.
@@ -202,7 +254,9 @@ public final class OfflineRenderer {
                     n = max(1, Int(events[next].frame - rendered))
                 }
                 let left = buffers + 2 * current * block, right = left + block
-                let done = engine.renderOverlapped(frames: n, left: left, right: right, alongside: output.frames > 0 ? take : nil)
+                let stems: UnsafePointer<UnsafeMutablePointer<Float>>? = stemCount > 0 ? UnsafePointer(stemPointers + 2 * current * stemCount) : nil
+                let done = engine.renderOverlapped(frames: n, left: left, right: right, stems: stems,
+                                                   alongside: output.frames > 0 ? take : nil)
                 if let failure = output.failure { throw failure }
                 rendered += Int64(n)
                 produced += Int64(done)
@@ -210,6 +264,7 @@ public final class OfflineRenderer {
                 // Drop the limiter's look-ahead from the front so output frame = event frame.
                 output.left = left
                 output.right = right
+                output.stems = stems
                 output.frames = done
                 output.skip = Int(max(0, min(Int64(done), latency - (produced - Int64(done)))))
                 current = 1 - current
@@ -229,6 +284,7 @@ public final class OfflineRenderer {
                     tailCapped = true
                 }
             }
+          }
         }
         let written = output.written
         let peak = output.peak

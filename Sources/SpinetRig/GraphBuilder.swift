@@ -34,6 +34,9 @@ public struct GraphSettings: Sendable {
     public var configLabel = ""
     /// Offline: render threads for one file (at most one per channel group).
     public var renderThreads = 1
+    /// Offline: one stem per channel that plays notes and is heard (see
+    /// `GraphBuilder.offline`).
+    public var stems = false
 
     public init() {}
 }
@@ -56,11 +59,15 @@ public final class EngineGraph: @unchecked Sendable {
     public let synthInEngine: Bool
     /// Global channels `--channel` gave to the synth.
     public let synthChannels: Set<Int>
+    /// Stems mode: the global channel of each of the engine's stems, in
+    /// stem order (empty without stems).
+    public let stemChannels: [Int]
     /// The input queues, one per producer thread, in the order asked for.
     public let inputs: [EventQueue]
 
     init(settings: GraphSettings, engine: Engine, soundFonts: [SoundFontUnit], soundFontSlot: SwappableInstrument?, synth: OscillatorSynth,
-         synthInEngine: Bool, synthChannels: Set<Int>, inputs: [EventQueue]) {
+         synthInEngine: Bool, synthChannels: Set<Int>, inputs: [EventQueue], stemChannels: [Int] = []) {
+        self.stemChannels = stemChannels
         self.settings = settings
         self.engine = engine
         self.soundFonts = soundFonts
@@ -122,6 +129,10 @@ public enum GraphBuilder {
         let ports = maxChannel / 16 + 1
         var options = settings.soundFont
         let (synth, synthChannels) = try Self.synth(settings, ports: ports)
+        if settings.stems {
+            return try stems(settings, fonts: fonts, schedule: schedule, sampleRate: sampleRate, partitions: partitions,
+                             inputCapacity: inputCapacity, ports: ports, synth: synth, synthChannels: synthChannels)
+        }
         // Split by what the notes cost in this font: its layers, releases and
         // sample lengths. (The model is gone before FluidSynth loads the font.)
         // A channel that is most of the work (a busy drum track) is split:
@@ -200,6 +211,117 @@ public enum GraphBuilder {
         let queue = engine.addInput(capacity: inputCapacity)
         return EngineGraph(settings: built, engine: engine, soundFonts: units, soundFontSlot: nil, synth: synth,
                            synthInEngine: synthInEngine, synthChannels: synthChannels, inputs: [queue])
+    }
+
+    /// The offline graph with stems: each channel that plays notes and is
+    /// heard (not muted, soloed if any are) gets units of its own, so each
+    /// unit's output (dry sound and sends) belongs to one stem: a SoundFont
+    /// channel one SoundFont player (or, when the plain partition would
+    /// split it over `partitions` players, as many, its keys taking turns
+    /// the same way), a synth channel its own oscillator synth. The other
+    /// channels (no notes, or muted) are routed to the first SoundFont stem's
+    /// player, where they make no sound. The split depends only on the file,
+    /// so the output is the same on any number of threads.
+    ///
+    /// FluidSynth's own effects run on its internal mix, which no stem has:
+    /// the caller refuses them with stems. A file that moves channels to the
+    /// synth by Bank Select 126 is refused (one synth per channel cannot
+    /// follow such moves yet).
+    static func stems(_ settings: GraphSettings, fonts: [String], schedule: MIDISchedule, sampleRate: Double,
+                      partitions: Int, inputCapacity: Int, ports: Int, synth: OscillatorSynth,
+                      synthChannels: Set<Int>) throws(RigError) -> EngineGraph {
+        let channelCount = ports * 16
+        let bankSelectsSynth = schedule.events.contains { e in
+            guard case .message(.controlChange(_, MIDIController.bankSelectMSB, let value)) = e.kind else { return false }
+            return OscillatorSynth.bankSelectsSpinetPresets(msb: value)
+        }
+        if bankSelectsSynth {
+            throw RigError("--stems cannot yet follow a channel that Bank Select \(OscillatorSynth.spinetPresetBank) moves to Spinet's synth, as this file does; render it without --stems, or give such channels to the synth with --channel N=synth")
+        }
+        let plays = ChannelPartition.playing(schedule, channels: channelCount)
+        let muted = Set(settings.engine.mutedChannels), solo = Set(settings.engine.soloChannels)
+        let stemChannels = (0..<channelCount).filter { plays[$0] && !muted.contains($0) && (solo.isEmpty || solo.contains($0)) }
+        // Which channels the plain partition would split, and how.
+        let models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
+        let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
+            models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
+        }
+        let exclusiveKeys: ChannelPartition.ExclusiveKeys = { bank, program, drum in
+            models.flatMap { $0.exclusiveKeys(bank: bank, program: program, drum: drum) }
+        }
+        let balancedLanes: [ChannelPartition.Lane] = ChannelPartition.lanes(schedule, channels: channelCount, parts: partitions,
+                                           noteCost: models.isEmpty ? nil : noteCost,
+                                           exclusiveKeys: models.count == fonts.count ? exclusiveKeys : nil).flatMap { $0 }
+
+        var lanes = balancedLanes
+        func count() -> Int {
+            stemChannels.reduce(0) { n, c in n + (synthChannels.contains(c) ? 1 : max(1, lanes.filter { $0.channel == c }.count)) }
+        }
+        // an engine holds at most 64 units: no channel is split beyond that
+        if count() > 64 { lanes = [] }
+        guard count() <= 64 else {
+            throw RigError("--stems: this file plays notes on \(stemChannels.count) channels; Spinet renders stems for at most 64")
+        }
+        let unitCount = count()
+        var config = settings.engine
+        config.ports = ports
+        config.offlineRenderThreads = min(settings.renderThreads, max(1, unitCount))
+        let engine = Engine(configuration: config)
+        var units: [SoundFontUnit] = []
+        var stemUnits: [[Int]] = []
+        var synths: [OscillatorSynth] = []
+        var options = settings.soundFont
+        for c in stemChannels {
+            if synthChannels.contains(c) {
+                let (own, _) = try Self.synth(settings, ports: ports)
+                let index = engine.add(own)
+                engine.route(channel: c, to: index)
+                synths.append(own)
+                stemUnits.append([index])
+                continue
+            }
+            options.soundingChannels = [c]
+            options.programs = Set(schedule.events.compactMap { e -> Int? in
+                guard case .message(.programChange(let ch, let program)) = e.kind, Int(ch) == c else { return nil }
+                return Int(program)
+            })
+            let shares = lanes.filter { $0.channel == c }
+            var indexes: [Int] = []
+            var fixed: [Int] = []
+            for share in shares.count > 1 ? shares : [ChannelPartition.Lane(channel: c)] {
+                do {
+                    let unit = try SoundFontUnit(fonts: fonts, sampleRate: sampleRate, channels: channelCount, options: options)
+                    units.append(unit)
+                    let index = engine.add(unit)
+                    if case .home(let keys) = share.share {
+                        indexes.insert(index, at: 0)
+                        fixed = keys
+                    } else {
+                        indexes.append(index)
+                    }
+                } catch {
+                    throw RigError(error.description)
+                }
+            }
+            if indexes.count > 1 {
+                engine.route(channel: c, takingTurns: indexes, fixedKeys: fixed)
+            } else {
+                engine.route(channel: c, to: indexes[0])
+            }
+            stemUnits.append(indexes)
+        }
+        // Channels without a stem make no sound; they go to the first SoundFont player.
+        let stemSet = Set(stemChannels)
+        let firstSoundFont = stemChannels.firstIndex { !synthChannels.contains($0) }.map { stemUnits[$0][0] }
+        for c in 0..<channelCount where !stemSet.contains(c) {
+            engine.route(channel: c, to: synthChannels.contains(c) ? nil : firstSoundFont)
+        }
+        engine.setStems(stemUnits)
+        var built = settings
+        built.engine = config
+        let queue = engine.addInput(capacity: inputCapacity)
+        return EngineGraph(settings: built, engine: engine, soundFonts: units, soundFontSlot: nil, synth: synth,
+                           synthInEngine: !synths.isEmpty, synthChannels: synthChannels, inputs: [queue], stemChannels: stemChannels)
     }
 
     /// Applies `--channel` values to `synth`; returns the channels that play

@@ -19,11 +19,14 @@ struct DatasetOptions: ParsableArguments {
     @Flag(name: .customLong("skip-existing"), help: "Skip an input whose output exists (a render is renamed into place only when finished, so an existing output is complete): resumes a batch.")
     var skipExisting = false
 
-    @Option(help: ArgumentHelp("Write one JSON object per input (JSON Lines): input, outputs, status, error, music length, render time, peak, voices.", valueName: "file.jsonl"))
+    @Option(help: ArgumentHelp("Write one JSON object per input (JSON Lines): input, outputs, status, error, music length, render time, peak, voices, stems (their file names).", valueName: "file.jsonl"))
     var report: String?
 
     @Option(help: ArgumentHelp("Write one row per note: where it sounds in the output (frames and seconds), channel, key, velocity, program, bank, instrument; CSV, or JSON when FILE ends in .json. In batch mode, a directory: DIR/NAME.csv per input.", valueName: "file"))
     var notes: String?
+
+    @Option(help: ArgumentHelp("Also write one file per channel that plays notes into DIR (created if missing): NN-Instrument.EXT (two-digit channel, 2.NN- on port 2, the channel's first instrument), in the format of the mix, and together they add up to the mix: each carries its own share of reverb, chorus and delay, and the limiter's gain on the mix. Muted channels get none. In batch mode, DIR/NAME/ per input. Needs Spinet's effects (not --effects fluidsynth).", valueName: "dir"))
+    var stems: String?
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Bring the output to this integrated loudness (EBU R128, e.g. -23 or -14), keeping the limiter's ceiling; the summary shows what was measured and the gain applied.", valueName: "lufs"))
     var normalize: Double?
@@ -139,7 +142,7 @@ final class BatchReport: Sendable {
         fd.withLock { _ = close($0) }
     }
 
-    func add(input: String, outputs: [String], status: String, error: String? = nil, render: FileRender? = nil) {
+    func add(input: String, outputs: [String], status: String, error: String? = nil, render: FileRender? = nil, stems: [String] = []) {
         var fields = [
             "\"input\": " + jsonQuoted(input),
             "\"outputs\": [" + outputs.map(jsonQuoted).joined(separator: ", ") + "]",
@@ -158,7 +161,7 @@ final class BatchReport: Sendable {
             fields += ["\"music_seconds\": null", "\"audio_seconds\": null", "\"render_seconds\": null",
                        "\"peak_dbfs\": null", "\"voices\": null", "\"events_dropped\": null"]
         }
-        fields.append("\"stems\": []")
+        fields.append("\"stems\": [" + stems.map(jsonQuoted).joined(separator: ", ") + "]")
         let line = Array(("{" + fields.joined(separator: ", ") + "}\n").utf8)
         fd.withLock { fd in
             var done = 0

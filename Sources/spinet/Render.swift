@@ -29,7 +29,8 @@ struct Render: ParsableCommand {
         --threads says otherwise, and each file's bytes are the same as a \
         render of it alone. Existing outputs are refused before any work \
         unless --force. A file that fails is named and skipped, and the exit \
-        status is 1 once the others are done.
+        status is 1 once the others are done. With --stems DIR, each input's \
+        stems go to DIR/NAME/ (NAME: the input's name without its extension).
         """
     )
 
@@ -159,6 +160,12 @@ struct Render: ParsableCommand {
         s.chorus = fx.chorus
         s.delay = fx.delay
         s.equalizer = fx.equalizer
+        if dataset.stems != nil {
+            if fx.fluidEffects {
+                throw Failure("--stems needs Spinet's effects: FluidSynth's own reverb and chorus run on its internal mix, which no stem has; use --effects spinet (or drop --effects fluidsynth)")
+            }
+            s.stems = true
+        }
         if let target = dataset.normalize {
             guard (-70.0...0.0).contains(target) else {
                 throw Failure("--normalize \(target) is out of range; use an integrated loudness from -70 to 0 LUFS (e.g. -23 for EBU R128 broadcast, -14 for streaming)")
@@ -241,7 +248,11 @@ struct Render: ParsableCommand {
             } catch { throw Failure("--notes: " + error.description) }
         }
         let bar = ProgressBar(enabled: !quiet && isatty(STDERR_FILENO) == 1)
-        let result = try Self.renderFile(input, to: out, format: container, settings: settings, notes: notes,
+        let stems = dataset.stems.map {
+            StemOutputs(directory: $0, force: force,
+                        inUse: [FileInUse(path: input, role: "the MIDI file being rendered")] + settings.filesInUse + Self.defaultFontInUse(settings))
+        }
+        let result = try Self.renderFile(input, to: out, format: container, settings: settings, notes: notes, stems: stems,
                                          announceSoundFont: true, progress: bar, log: printError)
         if !quiet {
             printError(Self.summary(result.report, seconds: result.seconds, target: target, loudness: result.loudness) + result.note)
@@ -253,7 +264,7 @@ struct Render: ParsableCommand {
     /// Throws a `Failure`; `log` prints warnings and notes (one line each).
     /// `notes`: where the note labels go (`--notes`), committed with the audio.
     static func renderFile(_ input: String, to out: OutputFile, format container: AudioFileFormat, settings s: RenderSettings,
-                           notes: OutputFile? = nil,
+                           notes: OutputFile? = nil, stems stemRequest: StemOutputs? = nil,
                            announceSoundFont: Bool, progress: RenderProgress, log: (String) -> Void) throws -> FileRender {
         let rate = s.rate
         // 1. The MIDI file.
@@ -307,13 +318,48 @@ struct Render: ParsableCommand {
                                 format: container, sampleFormat: s.sampleFormat, sampleRate: rate,
                                 rf64: rf64, name: out.displayName)
         }
+        // --stems: one file per stem channel, each through its own temporary file.
+        let labeler = Self.noteLabeler(settings: s, fonts: fonts, synth: synth, synthChannels: synthChannels)
+        var stemNames: [String] = []
+        var stemFiles: [OutputFile] = []
+        var stemWriters: [AudioFileWriter] = []
+        if let stemRequest {
+            stemNames = Self.stemNames(graph.stemChannels, labels: labeler.labels(schedule), extension: container.rawValue)
+            do {
+                try Self.makeDirectory(stemRequest.directory)
+                for name in stemNames {
+                    let file = try orFailure("--stems: ") {
+                        try OutputFile(target: stemRequest.directory + "/" + name, force: stemRequest.force, format: container,
+                                       inUse: stemRequest.inUse)
+                    }
+                    stemFiles.append(file)
+                    stemWriters.append(try orFailure {
+                        try AudioFileWriter(path: file.writePath, fileDescriptor: file.fileDescriptor, format: container,
+                                            sampleFormat: s.sampleFormat, sampleRate: rate, rf64: rf64, name: file.displayName)
+                    })
+                }
+            } catch {
+                out.discard()
+                for f in stemFiles { f.discard() }
+                throw error
+            }
+        }
+        // A stem may pass full scale where the stems cancel in the mix: in 16
+        // or 24 bits it clips there, which the summary warns about.
+        var stemPeaks = [Float](repeating: 0, count: stemWriters.count)
+        let writeStem: (Int, UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void = { i, l, r, n in
+            var peak = stemPeaks[i]
+            for j in 0..<n { peak = max(peak, abs(l[j]), abs(r[j])) }
+            stemPeaks[i] = peak
+            try stemWriters[i].write(left: l, right: r, frames: n)
+        }
 
         progress.start(musicSeconds: Double(schedule.endFrame) / Double(rate))
         let start = DispatchTime.now()
         var report: RenderReport
         // --normalize: the render goes to a spool first, the output once its loudness is known.
         let normalizer: LoudnessNormalizer?
-        do { normalizer = try s.normalize.map { try LoudnessNormalizer(sampleRate: rate, target: $0) } } catch {
+        do { normalizer = try s.normalize.map { try LoudnessNormalizer(sampleRate: rate, target: $0, stems: stemWriters.count) } } catch {
             out.discard()
             throw Failure("\(error)")
         }
@@ -321,6 +367,9 @@ struct Render: ParsableCommand {
             report = try renderer.run(
                 sink: { l, r, n in
                     if let normalizer { try normalizer.append(left: l, right: r, frames: n) } else { try writer.write(left: l, right: r, frames: n) }
+                },
+                stemSink: stemWriters.isEmpty ? nil : { i, l, r, n in
+                    if let normalizer { try normalizer.appendStem(i, left: l, right: r, frames: n) } else { try writeStem(i, l, r, n) }
                 },
                 progress: { progress.update($0) },
                 shouldStop: { ProcessSignals.stopRequested.load(ordering: .relaxed) })
@@ -354,10 +403,10 @@ struct Render: ParsableCommand {
         if let normalizer {
             do {
                 var peak: Float = 0
-                loudness = try normalizer.finish { l, r, n in
+                loudness = try normalizer.finish(sink: { l, r, n in
                     for i in 0..<n { peak = max(peak, abs(l[i]), abs(r[i])) }
                     try writer.write(left: l, right: r, frames: n)
-                }
+                }, stemSink: stemWriters.isEmpty ? nil : writeStem)
                 report.peak = peak
                 if let l = loudness, abs(l.output - normalizer.target) > 0.1, !s.quiet {
                     log("spinet: warning: \(input): --normalize " + formatted("%g", normalizer.target)
@@ -369,35 +418,88 @@ struct Render: ParsableCommand {
                 throw (error as? Failure) ?? Failure("\(error)")
             }
         }
+        if s.sampleFormat != .float32 && !s.quiet {
+            for (name, peak) in zip(stemNames, stemPeaks) where peak > 1 {
+                log("spinet: warning: \(input): stem \(name) peaks at " + formatted("%+.2f dBFS", 20 * log10(Double(peak)))
+                    + " (it cancels against other stems in the mix) and clips in \(s.sampleFormat.rawValue) bits; use --bits 32f, or a lower --gain")
+            }
+        }
+        var committedStems: [String] = []
         do {
             try writer.close()
+            for w in stemWriters { try w.close() }
             if let notes {
-                var labeler = NoteLabeler()
-                labeler.synthChannels = synthChannels
-                labeler.mutedChannels = Set(s.mutedChannels)
-                labeler.soloChannels = Set(s.soloChannels)
-                labeler.synthBank = Int(OscillatorSynth.spinetPresetBank)
-                labeler.grid = SoundFontUnit.grid
-                let fontNames = SoundFontPresetNames(fonts: fonts)
-                let bank = s.presetBank
-                labeler.instrumentName = { channel, b, program, onSynth in
-                    guard onSynth else { return program.map { fontNames.name(bank: b, program: $0) ?? "" } ?? fontNames.name(bank: b, program: 0) ?? "" }
-                    if let program, let p = bank.presets.first(where: { $0.program == program }) { return p.name }
-                    return synth.presetName(channel: channel) ?? ""
-                }
+                // each sounded note's stem: its channel's file
+                var stemOf: [Int: String] = [:]
+                for (c, name) in zip(graph.stemChannels, stemNames) { stemOf[c] = name }
                 let text = NoteLabeler.text(labeler.labels(schedule), sampleRate: rate,
-                                            json: notes.target.lowercased().hasSuffix(".json"))
+                                            json: notes.target.lowercased().hasSuffix(".json"),
+                                            stem: { n in n.sounded ? stemOf[n.port * 16 + n.channel - 1] ?? "" : "" })
                 try Self.writeText(text, to: notes)
+            }
+            // the stems first: a mix in place means its stems are complete (--skip-existing)
+            for f in stemFiles {
+                try f.commit()
+                committedStems.append(f.target)
             }
             try out.commit()
             try notes?.commit()
         } catch {
             out.discard()
             notes?.discard()
+            for f in stemFiles { f.discard() }
+            for path in committedStems { unlink(path) }   // never some stems without the rest
             throw (error as? Failure) ?? Failure("\(error)")
         }
         return FileRender(report: report, seconds: seconds, loudness: loudness,
-                          note: rf64 ? " (RF64: the render could pass the 4 GB a WAV header can hold)" : "")
+                          note: rf64 ? " (RF64: the render could pass the 4 GB a WAV header can hold)" : "",
+                          stems: stemNames)
+    }
+
+    /// The note labeler of a render (`--notes`, and the instrument names of `--stems`).
+    static func noteLabeler(settings s: RenderSettings, fonts: [String], synth: OscillatorSynth, synthChannels: Set<Int>) -> NoteLabeler {
+        var labeler = NoteLabeler()
+        labeler.synthChannels = synthChannels
+        labeler.mutedChannels = Set(s.mutedChannels)
+        labeler.soloChannels = Set(s.soloChannels)
+        labeler.synthBank = Int(OscillatorSynth.spinetPresetBank)
+        labeler.grid = SoundFontUnit.grid
+        let fontNames = SoundFontPresetNames(fonts: fonts)
+        let bank = s.presetBank
+        labeler.instrumentName = { channel, b, program, onSynth in
+            guard onSynth else { return program.map { fontNames.name(bank: b, program: $0) ?? "" } ?? fontNames.name(bank: b, program: 0) ?? "" }
+            if let program, let p = bank.presets.first(where: { $0.program == program }) { return p.name }
+            return synth.presetName(channel: channel) ?? ""
+        }
+        return labeler
+    }
+
+    /// The file name of each stem: `NN-Instrument.ext` (two-digit channel;
+    /// `P.NN-` on port P > 1), the instrument of the channel's first sounded
+    /// note, as the notes file names it.
+    static func stemNames(_ channels: [Int], labels: [NoteLabel], extension ext: String) -> [String] {
+        var first: [Int: String] = [:]
+        for n in labels where n.sounded {
+            let c = n.port * 16 + n.channel - 1
+            if first[c] == nil { first[c] = n.instrument }
+        }
+        return channels.map { c in
+            let number = (c < 16 ? "" : "\(c / 16 + 1).") + formatted("%02ld", c % 16 + 1)
+            return number + "-" + stemInstrumentName(first[c] ?? "") + "." + ext
+        }
+    }
+
+    /// An instrument name fit for a file name: no slash, no control
+    /// character, no leading dot, trimmed, at most 100 bytes ("Channel" when empty).
+    static func stemInstrumentName(_ name: String) -> String {
+        var out = ""
+        for ch in name.unicodeScalars {
+            if ch == "/" || ch == "\\" || ch.value < 0x20 || ch.value == 0x7F { out.unicodeScalars.append("_") } else { out.unicodeScalars.append(ch) }
+        }
+        out = out.trimmingSpaces
+        while out.hasPrefix(".") { out.removeFirst() }
+        while out.utf8.count > 100 { out.removeLast() }
+        return out.isEmpty ? "Channel" : out
     }
 
     /// Writes a small text file's temporary file (committed by the caller).
@@ -580,6 +682,8 @@ struct RenderSettings: Sendable {
     var equalizer: Equalizer.Parameters?
     /// --normalize: the integrated loudness to bring each output to, in LUFS.
     var normalize: Double?
+    /// --stems: stems besides the mix.
+    var stems = false
     /// Files the render reads besides the MIDI file (fonts, presets, config): never the output.
     var filesInUse: [FileInUse] = []
 }
@@ -606,6 +710,7 @@ extension RenderSettings {
         g.configChannelCount = configChannelCount
         g.configLabel = configLabel
         g.renderThreads = threads
+        g.stems = stems
         return g
     }
 }
@@ -619,6 +724,15 @@ struct FileRender: Sendable {
     var loudness: LoudnessNormalizer.Result? = nil
     /// Appended to the summary line (RF64).
     var note = ""
+    /// The stems' file names (--stems).
+    var stems: [String] = []
+}
+
+/// Where `--stems` writes one file's stems.
+struct StemOutputs: Sendable {
+    var directory: String
+    var force: Bool
+    var inUse: [FileInUse]
 }
 
 /// Follows one file's render: `start` once its length is known, `update`

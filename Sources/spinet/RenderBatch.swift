@@ -129,6 +129,13 @@ extension Render {
             try Self.checkWritable(dir)
             notesDirectory = dir
         }
+        var stemsDirectory: String?
+        if var dir = dataset.stems {
+            while dir.count > 1 && dir.hasSuffix("/") { dir.removeLast() }
+            try Self.makeDirectory(dir)
+            try Self.checkWritable(dir)
+            stemsDirectory = dir
+        }
         var checked = Set<String>()
         for target in targets {
             let dir = URL(fileURLWithPath: target).deletingLastPathComponent().path
@@ -156,7 +163,8 @@ extension Render {
                                    totalSeconds: estimates.reduce(0, +), workers: workers)
         let batch = BatchState(order: order)
         let job = BatchJob(inputs: inputs, targets: targets, estimates: estimates, container: container,
-                           settings: settings, force: force, inUse: inUse, report: report, notesDirectory: notesDirectory)
+                           settings: settings, force: force, inUse: inUse, report: report, notesDirectory: notesDirectory,
+                           stemsDirectory: stemsDirectory)
         let start = DispatchTime.now()
         let group = DispatchGroup()
         var threads: [NativeThread] = []
@@ -267,6 +275,8 @@ struct BatchJob: Sendable {
     var report: BatchReport?
     /// `--notes DIR`: one CSV per input.
     var notesDirectory: String?
+    /// `--stems DIR`: DIR/NAME/ per input.
+    var stemsDirectory: String?
 
     /// A worker's loop: render files until none is left.
     func work(slot: Int, batch: BatchState, display: BatchDisplay) {
@@ -280,10 +290,15 @@ struct BatchJob: Sendable {
                     let name = URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + ".csv"
                     notes = try orFailure { try OutputFile(target: notesDirectory + "/" + name, force: force, inUse: inUse) }
                 }
-                let r = try Render.renderFile(input, to: out, format: container, settings: settings, notes: notes,
+                let stems = stemsDirectory.map {
+                    StemOutputs(directory: $0 + "/" + URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent,
+                                force: force, inUse: inUse)
+                }
+                let r = try Render.renderFile(input, to: out, format: container, settings: settings, notes: notes, stems: stems,
                                               announceSoundFont: false, progress: progress, log: display.print)
                 batch.rendered(r)
-                report?.add(input: input, outputs: [targets[i]] + (notes.map { [$0.target] } ?? []), status: "rendered", render: r)
+                report?.add(input: input, outputs: [targets[i]] + (notes.map { [$0.target] } ?? []), status: "rendered", render: r,
+                            stems: r.stems.map { stems!.directory + "/" + $0 })
                 display.fileDone(slot: slot, estimate: estimates[i])
                 if !settings.quiet {
                     display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i], loudness: r.loudness) + r.note)

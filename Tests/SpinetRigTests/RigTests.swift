@@ -60,6 +60,49 @@ struct GraphBuilderTests {
         #expect(withSynth.synthInEngine)
         #expect(withSynth.engine.unitIndex(forChannel: 0) == withSynth.engine.units.count - 1)
     }
+
+    /// Stems: each heard channel that plays notes gets units of its own (a
+    /// synth channel its own synth); muted and note-less channels get no stem.
+    @Test func theStemsGraphGivesEachHeardChannelItsOwnUnits() throws {
+        var writer = MIDIFileWriter(ticksPerQuarter: 480)
+        var events: [(tick: Int64, event: TrackEvent.Kind)] = []
+        for ch: UInt8 in [0, 1, 3, 9] {
+            events.append((0, .message(.noteOn(channel: ch, key: 60, velocity: 100))))
+            events.append((480, .message(.noteOff(channel: ch, key: 60, velocity: 0))))
+        }
+        events.append((0, .message(.controlChange(channel: 5, controller: 7, value: 100))))   // no notes
+        writer.addTrack(events)
+        let notes = try MIDIFile(bytes: writer.bytes()).schedule(sampleRate: 48000)
+        var settings = GraphSettings()
+        settings.stems = true
+        settings.channelAssignments = ["2=synth"]
+        settings.engine.mutedChannels = [3]
+        let graph = try GraphBuilder.offline(settings, fonts: [bundledFont], schedule: notes, sampleRate: 48000, partitions: 2)
+        #expect(graph.stemChannels == [0, 1, 9])
+        #expect(graph.engine.stemCount == 3)
+        let stems = graph.engine.stemUnits
+        #expect(Set(stems.flatMap { $0 }).count == stems.flatMap { $0 }.count)
+        for (channel, units) in zip(graph.stemChannels, stems) {
+            #expect(!units.isEmpty)
+            #expect(units.contains(graph.engine.unitIndex(forChannel: channel)!))
+        }
+        #expect(graph.engine.units[stems[1][0]] is OscillatorSynth)
+        #expect(graph.engine.units[stems[0][0]] is SoundFontUnit)
+    }
+
+    @Test func theStemsGraphRefusesBankSelectMovesToTheSynth() throws {
+        var writer = MIDIFileWriter(ticksPerQuarter: 480)
+        writer.addTrack([(0, .message(.controlChange(channel: 0, controller: 0, value: 126))),
+                         (0, .message(.programChange(channel: 0, program: 1))),
+                         (0, .message(.noteOn(channel: 0, key: 60, velocity: 100))),
+                         (480, .message(.noteOff(channel: 0, key: 60, velocity: 0)))])
+        let notes = try MIDIFile(bytes: writer.bytes()).schedule(sampleRate: 48000)
+        var settings = GraphSettings()
+        settings.stems = true
+        #expect(throws: RigError.self) {
+            _ = try GraphBuilder.offline(settings, fonts: [bundledFont], schedule: notes, sampleRate: 48000, partitions: 2)
+        }
+    }
 }
 
 /// An audio device with no hardware: a thread that renders a period every
