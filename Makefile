@@ -40,7 +40,8 @@ SPINET_RELEASE_BIN = $(CURDIR)/.build/release/spinet
 
 check: release
 	@scripts/install-deps.sh $(TEST_SERVER_DEPS)
-	SPINET_BIN=$(SPINET_RELEASE_BIN) $(SWIFT) test
+	SPINET_BIN=$(SPINET_RELEASE_BIN) $(SWIFT) test --skip SpinetJACKTests
+	SPINET_BIN=$(SPINET_RELEASE_BIN) $(SWIFT) test --filter SpinetJACKTests
 
 # The full tier, what CI runs (.ci/run): the fast tier, then the install
 # checks, the live system tests inside a small VM with a real ALSA kernel
@@ -98,6 +99,9 @@ DIST = .build/dist
 STRIP ?= strip
 # What tools `make test` needs for scripts/install-tests.sh (systemd is tried
 # on its own: it may not install in a container; the test then says so).
+# The JACK tests run in a test process of their own: beside the other suites
+# (a LiveSession test in the same process) the PipeWire rate-change test hung
+# once and failed once, and alone it passed every time.
 # The JACK tests also run Spinet under a private headless PipeWire (through
 # pw-jack); they skip, saying so, where it is missing. pipewire-alsa is not
 # among them: it would make PipeWire every program's ALSA default.

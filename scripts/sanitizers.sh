@@ -63,6 +63,10 @@ run_pass() {  # name sanitizer scratch [test filter]
   local args=(--skip-build --sanitize="$sanitizer" --scratch-path "$scratch")
   [[ -n $FILTER ]] && filter=$FILTER
   [[ -n $filter ]] && args+=(--filter "$filter")
+  # The JACK suite starts its own servers and, under PipeWire, a `spinet
+  # play`; beside the other suites in one process it hung once (see the
+  # Makefile's check). Run it alone with FILTER=SpinetJACKTests.
+  [[ -z $filter ]] && args+=(--skip SpinetJACKTests)
   echo "sanitizers: testing under $name${filter:+ (--filter $filter)}" >&2
   # SPINET_SANITIZER turns off the tests with the .realtimeProbe and
   # .measuresMemory traits.

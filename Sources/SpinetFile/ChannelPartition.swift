@@ -243,15 +243,3 @@ public enum ChannelPartition {
         return keys.sorted()
     }
 }
-
-extension ChannelPartition {
-    /// The old name of `Portion` ("lane" now means only SpinetSynth's SIMD
-    /// voice slot), kept while the command's graph building moves; use `Portion`.
-    public typealias Lane = Portion
-
-    /// The old name of `portions`, kept while the command's graph building moves.
-    public static func lanes(_ schedule: MIDISchedule, channels: Int, parts: Int,
-                             noteCost: NoteCost? = nil, exclusiveKeys: ExclusiveKeys? = nil) -> [[Portion]] {
-        portions(schedule, channels: channels, parts: parts, noteCost: noteCost, exclusiveKeys: exclusiveKeys)
-    }
-}

@@ -137,7 +137,7 @@ public enum GraphBuilder {
         // sample lengths. (The model is gone before FluidSynth loads the font.)
         // A channel that is most of the work (a busy drum track) is split:
         // each key's notes take turns between the synthesizers.
-        let balanced: [[ChannelPartition.Lane]] = {
+        let balanced: [[ChannelPartition.Portion]] = {
             let models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
             let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
                 models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
@@ -146,7 +146,7 @@ public enum GraphBuilder {
             let exclusiveKeys: ChannelPartition.ExclusiveKeys = { bank, program, drum in
                 models.flatMap { $0.exclusiveKeys(bank: bank, program: program, drum: drum) }
             }
-            return ChannelPartition.lanes(schedule, channels: ports * 16, parts: partitions,
+            return ChannelPartition.portions(schedule, channels: ports * 16, parts: partitions,
                                           noteCost: models.isEmpty ? nil : noteCost,
                                           exclusiveKeys: models.count == fonts.count ? exclusiveKeys : nil)
         }()
@@ -249,11 +249,11 @@ public enum GraphBuilder {
         let exclusiveKeys: ChannelPartition.ExclusiveKeys = { bank, program, drum in
             models.flatMap { $0.exclusiveKeys(bank: bank, program: program, drum: drum) }
         }
-        let balancedLanes: [ChannelPartition.Lane] = ChannelPartition.lanes(schedule, channels: channelCount, parts: partitions,
+        let balancedPortions: [ChannelPartition.Portion] = ChannelPartition.portions(schedule, channels: channelCount, parts: partitions,
                                            noteCost: models.isEmpty ? nil : noteCost,
                                            exclusiveKeys: models.count == fonts.count ? exclusiveKeys : nil).flatMap { $0 }
 
-        var lanes = balancedLanes
+        var lanes = balancedPortions
         func count() -> Int {
             stemChannels.reduce(0) { n, c in n + (synthChannels.contains(c) ? 1 : max(1, lanes.filter { $0.channel == c }.count)) }
         }
@@ -288,7 +288,7 @@ public enum GraphBuilder {
             let shares = lanes.filter { $0.channel == c }
             var indexes: [Int] = []
             var fixed: [Int] = []
-            for share in shares.count > 1 ? shares : [ChannelPartition.Lane(channel: c)] {
+            for share in shares.count > 1 ? shares : [ChannelPartition.Portion(channel: c)] {
                 do {
                     let unit = try SoundFontUnit(fonts: fonts, sampleRate: sampleRate, channels: channelCount, options: options)
                     units.append(unit)

@@ -72,7 +72,7 @@ struct Render: ParsableCommand {
     /// on which notes share a synth (voice history), so a fixed split keeps
     /// every render of a file byte-identical on any number of threads. A
     /// channel that is most of a song's work (a busy drum track) is shared
-    /// by the groups, each key's notes taking turns (`ChannelPartition.lanes`).
+    /// by the groups, each key's notes taking turns (`ChannelPartition.portions`).
     static let partitions = 2
 
     /// Render threads for one file when --threads is not given (outside batch mode).

@@ -25,7 +25,7 @@ struct StemRenderTests {
         engine.setStems([[0], [1], [2]])
         let queue = engine.addInput(capacity: 4096)
         engine.prepare(sampleRate: 48000, maxFrames: blockFrames)
-        var rng = SplitMix(seed: 11)
+        var rng = SplitMix64(seed: 11)
         var f: Int64 = 3
         for _ in 0..<200 {
             f += Int64(rng.next() % 700) + 1

@@ -89,32 +89,32 @@ struct ChannelLaneTests {
     /// The drum channel, most of the work, is split: its home lane (with
     /// the hi-hats fixed to it) in one group, a guest lane in the other.
     @Test func theHeavyDrumChannelIsSplitWithItsExclusiveKeysAtHome() throws {
-        let lanes = ChannelPartition.lanes(try Self.drumHeavy(), channels: 16, parts: 2, exclusiveKeys: Self.hats)
+        let lanes = ChannelPartition.portions(try Self.drumHeavy(), channels: 16, parts: 2, exclusiveKeys: Self.hats)
         #expect(lanes.count == 2)
         let homes = lanes.map { $0.filter { if case .home = $0.share { return true } else { return false } } }
         let guests = lanes.map { $0.filter { $0.share == .guest } }
-        #expect(homes.flatMap { $0 } == [ChannelPartition.Lane(channel: 9, share: .home(fixedKeys: [42, 44, 46]))])
-        #expect(guests.flatMap { $0 } == [ChannelPartition.Lane(channel: 9, share: .guest)])
+        #expect(homes.flatMap { $0 } == [ChannelPartition.Portion(channel: 9, share: .home(fixedKeys: [42, 44, 46]))])
+        #expect(guests.flatMap { $0 } == [ChannelPartition.Portion(channel: 9, share: .guest)])
         #expect(homes.firstIndex { !$0.isEmpty } != guests.firstIndex { !$0.isEmpty })
         // every other channel whole, exactly once
         let whole = lanes.flatMap { $0 }.filter { $0.share == .whole }.map(\.channel).sorted()
         #expect(whole == (0..<16).filter { $0 != 9 })
-        #expect(ChannelPartition.lanes(try Self.drumHeavy(), channels: 16, parts: 2, exclusiveKeys: Self.hats) == lanes)
+        #expect(ChannelPartition.portions(try Self.drumHeavy(), channels: 16, parts: 2, exclusiveKeys: Self.hats) == lanes)
     }
 
     /// No split without knowing the exclusive classes, with one part, or
     /// when the channel uses what ties one key's note to another's.
     @Test(arguments: [(65, 127), (66, 127), (68, 127), (84, 60), (126, 1)])
     func noSplitWhenKeysAreTied(controller: Int, value: Int) throws {
-        func split(_ lanes: [[ChannelPartition.Lane]]) -> Bool { lanes.joined().contains { $0.share != .whole } }
-        #expect(!split(ChannelPartition.lanes(try Self.drumHeavy(), channels: 16, parts: 2)))
-        #expect(!split(ChannelPartition.lanes(try Self.drumHeavy(), channels: 16, parts: 1, exclusiveKeys: Self.hats)))
+        func split(_ lanes: [[ChannelPartition.Portion]]) -> Bool { lanes.joined().contains { $0.share != .whole } }
+        #expect(!split(ChannelPartition.portions(try Self.drumHeavy(), channels: 16, parts: 2)))
+        #expect(!split(ChannelPartition.portions(try Self.drumHeavy(), channels: 16, parts: 1, exclusiveKeys: Self.hats)))
         let tied = try Self.drumHeavy([(960, .message(.controlChange(channel: 9, controller: UInt8(controller), value: UInt8(value))))])
-        #expect(!split(ChannelPartition.lanes(tied, channels: 16, parts: 2, exclusiveKeys: Self.hats)))
+        #expect(!split(ChannelPartition.portions(tied, channels: 16, parts: 2, exclusiveKeys: Self.hats)))
         // a pedal let up (value 0) ties nothing
         if controller != 84 && controller != 126 {
             let released = try Self.drumHeavy([(960, .message(.controlChange(channel: 9, controller: UInt8(controller), value: 0)))])
-            #expect(split(ChannelPartition.lanes(released, channels: 16, parts: 2, exclusiveKeys: Self.hats)))
+            #expect(split(ChannelPartition.portions(released, channels: 16, parts: 2, exclusiveKeys: Self.hats)))
         }
     }
 
