@@ -1,4 +1,5 @@
 import Testing
+import SpinetTestTraits
 import SpinetEngine
 import SpinetMIDI
 import SpinetTestSupport
@@ -96,7 +97,7 @@ struct CallbackEventTests {
 
     /// The in-callback path allocates nothing and takes no lock: messages,
     /// SysEx, queue events beside them, calls longer than `maxFrames`.
-    @Test func allocatesNothingAndTakesNoLock() {
+    @Test(.realtimeProbe) func allocatesNothingAndTakesNoLock() {
         #expect(RealtimeProbe.isActive, "the allocation probe is not interposed in this test binary")
         var config = Engine.Configuration()
         config.reverb = .room

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SpinetTestTraits
 import SpinetEffects
 import SpinetEngine
 import SpinetMIDI
@@ -88,7 +89,7 @@ struct StemRenderTests {
         #expect(one.stems == two.stems)
     }
 
-    @Test func renderingWithStemsAllocatesNothing() {
+    @Test(.realtimeProbe) func renderingWithStemsAllocatesNothing() {
         #expect(RealtimeProbe.isActive, "the allocation probe is not interposed in this test binary")
         let (engine, _) = Self.makeEngine(threads: 1)
         let n = Self.blockFrames
