@@ -148,25 +148,41 @@ public final class MasterBus: @unchecked Sendable {
 
     // MARK: processing (render thread)
 
+    /// Takes a fade-out `requestFadeOut` asked for (render thread, once a block).
+    @inline(__always)
+    private func beginFade() {
+        let requestedFade = fadeRequest.exchange(0, ordering: .acquiring)
+        if requestedFade > 0 { fadeStep = fadePosition / Float(requestedFade) }
+    }
+
+    /// The next frame's gain: `ramp` (master gain and volume), times the
+    /// fade when one runs. Smoothstep, not a straight line: the gain leaves
+    /// 1 and arrives at 0 with zero slope (no corner to hear), and the last
+    /// tenth of the fade is 31 dB down or more.
+    @inline(__always)
+    private func fadedGain(_ ramp: Float) -> Float {
+        guard fadeStep > 0 else { return ramp }
+        fadePosition = max(0, fadePosition - fadeStep)
+        return ramp * (fadePosition * fadePosition * (3 - 2 * fadePosition))
+    }
+
+    /// Publishes the end of a fade (render thread, after the block's gains).
+    @inline(__always)
+    private func endFade() {
+        if fadeStep > 0 && fadePosition == 0 { fadeGainAtomic.store(0, ordering: .releasing) }
+    }
+
     /// Applies buffer set `set`'s gain ramp (and any fade), the EQ and the
     /// limiter to `frames` frames of `left`/`right`, in place.
     public func process(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int, set: Int) {
         let gainRamp = gainRamps.pointer + set * maxFrames
-        let requestedFade = fadeRequest.exchange(0, ordering: .acquiring)
-        if requestedFade > 0 { fadeStep = fadePosition / Float(requestedFade) }
+        beginFade()
         for i in 0..<frames {
-            var g = gainRamp[i]
-            if fadeStep > 0 {
-                // Smoothstep, not a straight line: the gain leaves 1 and
-                // arrives at 0 with zero slope (no corner to hear), and the
-                // last tenth of the fade is 31 dB down or more.
-                fadePosition = max(0, fadePosition - fadeStep)
-                g *= fadePosition * fadePosition * (3 - 2 * fadePosition)
-            }
+            let g = fadedGain(gainRamp[i])
             left[i] *= g
             right[i] *= g
         }
-        if fadeStep > 0 && fadePosition == 0 { fadeGainAtomic.store(0, ordering: .releasing) }
+        endFade()
         if equalizer != nil { equalizer!.process(left: left, right: right, frames: frames) }
         limiter!.process(left: left, right: right, frames: frames)
     }
@@ -183,17 +199,9 @@ public final class MasterBus: @unchecked Sendable {
                              stems: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int, set: Int) {
         let gainRamp = gainRamps.pointer + set * maxFrames
         let g = frameGains.pointer
-        let requestedFade = fadeRequest.exchange(0, ordering: .acquiring)
-        if requestedFade > 0 { fadeStep = fadePosition / Float(requestedFade) }
-        for i in 0..<frames {
-            var x = gainRamp[i]
-            if fadeStep > 0 {
-                fadePosition = max(0, fadePosition - fadeStep)
-                x *= fadePosition * fadePosition * (3 - 2 * fadePosition)
-            }
-            g[i] = x
-        }
-        if fadeStep > 0 && fadePosition == 0 { fadeGainAtomic.store(0, ordering: .releasing) }
+        beginFade()
+        for i in 0..<frames { g[i] = fadedGain(gainRamp[i]) }
+        endFade()
         left.update(repeating: 0, count: frames)
         right.update(repeating: 0, count: frames)
         var s = 0
