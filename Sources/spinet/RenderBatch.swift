@@ -122,20 +122,8 @@ extension Render {
 
         // 4. The output directories: created if missing, and proven writable.
         if let directory { try Self.makeDirectory(directory) }
-        var notesDirectory: String?
-        if var dir = dataset.notes {
-            while dir.count > 1 && dir.hasSuffix("/") { dir.removeLast() }
-            try Self.makeDirectory(dir)
-            try Self.checkWritable(dir)
-            notesDirectory = dir
-        }
-        var stemsDirectory: String?
-        if var dir = dataset.stems {
-            while dir.count > 1 && dir.hasSuffix("/") { dir.removeLast() }
-            try Self.makeDirectory(dir)
-            try Self.checkWritable(dir)
-            stemsDirectory = dir
-        }
+        let notesDirectory = try dataset.notes.map(Self.writableDirectory)
+        let stemsDirectory = try dataset.stems.map(Self.writableDirectory)
         var checked = Set<String>()
         for target in targets {
             let dir = URL(fileURLWithPath: target).deletingLastPathComponent().path
@@ -201,6 +189,16 @@ extension Render {
         let name = url.deletingPathExtension().lastPathComponent + "." + format.rawValue
         guard let directory else { return url.deletingLastPathComponent().appendingPathComponent(name).path }
         return directory == "/" ? "/" + name : directory + "/" + name
+    }
+
+    /// A batch's side-output directory (--notes, --stems): without trailing
+    /// slashes, created if missing and proven writable.
+    static func writableDirectory(_ path: String) throws -> String {
+        var dir = path
+        while dir.count > 1 && dir.hasSuffix("/") { dir.removeLast() }
+        try makeDirectory(dir)
+        try checkWritable(dir)
+        return dir
     }
 
     /// `mkdir -p`, with the reason in one line when it fails.
