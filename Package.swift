@@ -55,6 +55,13 @@ let package = Package(
             "SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetHost",
             "SpinetSettings", "SpinetSupport",
         ]),
+        // The plugin core every plugin format wraps: one instance = one live
+        // graph from the rig, driven through the C API in CSpinetPlugin.
+        .target(name: "CSpinetPlugin"),
+        .target(name: "SpinetPlugin", dependencies: [
+            "CSpinetPlugin", "SpinetRig", "SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth",
+            "SpinetFile", "SpinetSettings", "SpinetSupport", "CFluidSynthRealtime",
+        ]),
         .executableTarget(name: "spinet", dependencies: [
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetALSA", "SpinetSupport",
             "SpinetHost", "SpinetRig", "SpinetSettings", "SpinetJACK",

@@ -1,0 +1,122 @@
+// The C face of Spinet's plugin core (the Swift module SpinetPlugin, which
+// implements every function here with @_cdecl). The LV2 and CLAP glue are
+// written in C against this header only: one engine, one rig, two formats.
+//
+// Threads, in the plugin formats' own words:
+//   - create, destroy, activate, deactivate, restore_state: the host's
+//     main (instantiation) thread, never while process runs on another;
+//   - process, set_param, get_param, latency: the audio thread; they
+//     allocate nothing and take no lock (set_param and get_param also from
+//     any other thread);
+//   - load_soundfont, save_state, soundfont_path: a non-real-time thread
+//     (the LV2 worker, a CLAP background thread, the main thread), at most
+//     one at a time per instance.
+#ifndef SPINET_PLUGIN_H
+#define SPINET_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct spinet_plugin spinet_plugin;
+
+enum spinet_log_level { SPINET_LOG_INFO = 0, SPINET_LOG_WARNING = 1, SPINET_LOG_ERROR = 2 };
+
+// One line for the host's log (no trailing newline). Called from the thread
+// that made the call that logs; never from process.
+typedef void (*spinet_log_fn)(void *context, int level, const char *line);
+
+// One MIDI message at `offset` frames into the current process call:
+// a channel message (1-3 bytes) or a whole SysEx (F0 ... F7).
+// Realtime bytes (F8-FF) are ignored. Events are in offset order.
+typedef struct spinet_midi_event {
+    uint32_t offset;
+    uint32_t size;
+    const uint8_t *data;
+} spinet_midi_event;
+
+// The automatable parameters (ids are stable: they are saved in projects).
+enum spinet_param_id {
+    SPINET_PARAM_GAIN = 0,          // master gain, dB, -60 ... +12, default 0
+    SPINET_PARAM_REVERB = 1,        // reverb return level, 0 ... 1, default 1
+    SPINET_PARAM_CHORUS = 2,        // chorus return level, 0 ... 1, default 1
+    SPINET_PARAM_DELAY = 3,         // delay return level, 0 ... 1, default 1
+    SPINET_PARAM_CEILING = 4,       // limiter ceiling, dBFS, -24 ... 0, default -1
+    SPINET_PARAM_COUNT = 5
+};
+
+typedef struct spinet_param_info {
+    uint32_t id;
+    const char *symbol;     // "gain", "reverb", ... (LV2 port symbol, CLAP module path)
+    const char *name;       // "Master gain"
+    const char *unit;       // "dB", "" ...
+    double min_value, max_value, default_value;
+} spinet_param_info;
+
+// Static information, any thread; NULL past SPINET_PARAM_COUNT.
+const spinet_param_info *spinet_plugin_param_info(uint32_t index);
+
+// A new instance at `sample_rate`, with the default SoundFont (the one
+// `spinet` finds; `bundle_dir`, if not NULL, is searched first for
+// SoundFonts/sf_GMbank.sf2 beside the plugin) loaded, and the default
+// settings (Spinet's reverb room, chorus subtle, delay eighth, as
+// `spinet render`). NULL on failure, after logging why.
+spinet_plugin *spinet_plugin_create(double sample_rate, const char *bundle_dir,
+                                    spinet_log_fn log, void *log_context);
+void spinet_plugin_destroy(spinet_plugin *plugin);
+
+// Prepares everything process needs for blocks of up to `max_frames`
+// (0: unknown; process still takes any size, in pieces). 0 on success.
+int spinet_plugin_activate(spinet_plugin *plugin, uint32_t max_frames);
+// Stops sounding notes; a later activate starts from silence.
+void spinet_plugin_deactivate(spinet_plugin *plugin);
+
+// Renders `frames` frames (any number) into `left` and `right`
+// (overwritten), applying each event at its frame: Spinet's synth on the
+// exact frame, SoundFont channels on the 64-frame grid, as offline.
+// Also takes a SoundFont or state that was prepared off this thread.
+void spinet_plugin_process(spinet_plugin *plugin, uint32_t frames, float *left, float *right,
+                           const spinet_midi_event *events, uint32_t event_count);
+
+// Frames of delay the plugin adds (the limiter's look-ahead) at its rate.
+uint32_t spinet_plugin_latency(const spinet_plugin *plugin);
+
+// Parameters: values are clamped to their range; the change is smoothed.
+void spinet_plugin_set_param(spinet_plugin *plugin, uint32_t id, double value);
+double spinet_plugin_get_param(const spinet_plugin *plugin, uint32_t id);
+
+// Loads and prepares the SoundFont at `path` (blocking, off the audio
+// thread); the next process calls take it over without a break, notes
+// already sounding ring on in the old one. 0 on success. On failure the old
+// font keeps playing and the reason is logged (and returned as -1).
+int spinet_plugin_load_soundfont(spinet_plugin *plugin, const char *path);
+
+// The path of the SoundFont in use (or being swapped in), copied into
+// `buffer` (NUL-terminated, truncated to `capacity`); returns its length.
+size_t spinet_plugin_soundfont_path(spinet_plugin *plugin, char *buffer, size_t capacity);
+
+// Every setting as one UTF-8 JSON object (the SoundFont path, channel
+// assignments, synth presets, effects, EQ and the parameter values).
+// malloc'ed: release with spinet_plugin_free_string.
+char *spinet_plugin_save_state(spinet_plugin *plugin);
+void spinet_plugin_free_string(char *string);
+
+// Restores what save_state gave. `soundfont_path`, if not NULL, replaces
+// the JSON's (LV2 maps paths itself). A restored instance renders the same
+// bytes as the saved one for the same input. 0 on success; on failure the
+// instance keeps its settings and the reason is logged.
+int spinet_plugin_restore_state(spinet_plugin *plugin, const char *json, const char *soundfont_path);
+
+// Debian's libfluidsynth runs OpenMP regions; Spinet runs one-thread regions
+// inline so that they do not allocate. How many ran inline so far in this
+// process (0 after rendering: the host's libgomp took them, and each
+// render block allocates once).
+unsigned long spinet_plugin_inline_parallel_regions(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
