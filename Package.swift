@@ -64,7 +64,7 @@ let package = Package(
         ]),
         .executableTarget(name: "spinet", dependencies: [
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetALSA", "SpinetSupport",
-            "SpinetHost", "SpinetRig", "SpinetSettings", "SpinetJACK",
+            "SpinetHost", "SpinetRig", "SpinetSettings", "SpinetJACK", "SpinetPlugin", "CSpinetPlugin",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 

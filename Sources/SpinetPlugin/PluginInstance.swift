@@ -258,6 +258,10 @@ public final class PluginInstance: @unchecked Sendable {
         }
     }
 
+    /// Voices sounding in the current graph (for benchmarks; read it from
+    /// the thread that processes, or while none does).
+    public var activeVoices: Int { current?.takeUnretainedValue().engine.statistics.activeVoices ?? 0 }
+
     public var soundFontPath: String { control.withLock { _ in settings.soundFont } }
 
     public func saveState() -> String {

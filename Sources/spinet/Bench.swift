@@ -75,6 +75,13 @@ struct Bench: ParsableCommand {
             let stats = try Self.callbackTimes(font: font, rate: rate, period: period, voices: 256, periods: 2000)
             print(formatted("%5ld  %6.1f%%  %6.1f%%  %6.1f%%   voices %ld", period, stats.p50, stats.p99, stats.max, stats.voices))
         }
+        print("\nThe plugin core (LV2 and CLAP) against play's graph, the same load, 128-frame periods:")
+        let live = try Self.callbackTimes(font: font, rate: rate, period: 128, voices: 256, periods: 2000)
+        let plugin = try Self.pluginCallbackTimes(font: font, rate: rate, period: 128, voices: 256, periods: 2000)
+        for (name, s) in [("spinet play's graph", live), ("plugin instance    ", plugin)] {
+            print("  " + name + formatted("  p50 %5.1f%%  p99 %5.1f%%  max %5.1f%%  voices %ld  CPU per voice %.1f ns per frame",
+                            s.p50, s.p99, s.max, s.voices, Self.nanosecondsPerVoiceFrame(s, rate: rate)))
+        }
         let synth = SynthBenchmark.voicesPerCore(sampleRate: Double(rate), seconds: 2)
         print(formatted("\nOscillator synth (2 oscillators, filter, 2 envelopes, LFO per voice): %.0f voices per core in real time, %.2f ns per voice-sample",
                      synth.voicesPerCore, synth.nsPerVoiceSample))
