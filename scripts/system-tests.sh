@@ -39,6 +39,7 @@
 #                port, jack_rec records Spinet's JACK outputs: every note at its
 #                pitch, onsets one constant latency after their notes; then the
 #                server comes back at another rate: the same, at the new rate
+#                (a take with a server xrun in the guest is made again, once)
 #   latency      note-to-sound latency and jitter over 100 notes (a measurement)
 #
 # Prints one line per scenario and `N passed, N failed`; exits non-zero on
