@@ -34,6 +34,12 @@
 #   clock        a keyboard sends MIDI clock at 150 bpm: Spinet follows its tempo
 #   early        a DAW sends a note the moment Spinet's port appears (while
 #                Spinet may still be starting): the note sounds, for its length
+#   jack         spinet play --driver jack --midi alsa: a private jackd (dummy
+#                driver) in the guest, aplaymidi plays a file to Spinet's ALSA
+#                port, jack_rec records Spinet's JACK outputs: every note at its
+#                pitch, onsets one constant latency after their notes; then the
+#                server comes back at another rate: the same, at the new rate
+#                (a take with a server xrun in the guest is made again, once)
 #   latency      note-to-sound latency and jitter over 100 notes (a measurement)
 #
 # Prints one line per scenario and `N passed, N failed`; exits non-zero on
@@ -345,6 +351,78 @@ guest_latency() {
   stop_spinet
 }
 
+start_jackd() {   # start_jackd RATE -> $JACKD (pid): a private jackd (dummy driver), once clients can connect
+  local _try
+  for _try in 1 2 3; do
+    jackd -n "$JACK_DEFAULT_SERVER" --no-realtime -S -t 5000 -d dummy -r "$1" -p "$PERIOD" >> jackd.log 2>&1 < /dev/null &
+    JACKD=$!
+    for _ in $(seq 300); do
+      jack_lsp 2>/dev/null | grep -qx 'system:playback_1' && return 0
+      kill -0 $JACKD 2>/dev/null || break
+      sleep 0.1
+    done
+    kill $JACKD 2>/dev/null; wait $JACKD; sleep 0.5    # "server already active" just after the last one
+  done
+  echo "jackd did not start at $1 Hz" >> jackd.log; return 1
+}
+
+jack_take() {   # jack_take FILE: record Spinet's JACK outputs while aplaymidi plays daw.mid
+  # A server xrun (the emulated guest starved by a busy host) breaks the
+  # tie between JACK's frames and the clock for every client, the recorder
+  # too: a take with one is made again, once. FILE.xruns keeps the counts.
+  local attempt before rec
+  for attempt in 1 2; do
+    aplaymidi -p "$(spinet_port)" warm.mid; sleep 1.5
+    before=$(grep -c 'XRun' jackd.log)
+    # Written to the guest's tmpfs, not the shared directory: jack_rec's
+    # disk thread fell behind on 9p and overran its ring.
+    timeout 120 jack_rec -f "/tmp/$1" -d 7 -b 24 -B 1048576 Spinet:out_L Spinet:out_R >> jack_rec.log 2>&1 & rec=$!
+    sleep 0.5
+    aplaymidi -p "$(spinet_port)" daw.mid
+    wait $rec
+    echo "$(( $(grep -c 'XRun' jackd.log) - before ))" >> "$1.xruns"
+    [[ $(tail -n 1 "$1.xruns") == 0 ]] && break
+  done
+  cp "/tmp/$1" "$1"
+}
+
+guest_jack() {
+  # A private jackd (dummy driver: no sound card) in the guest; Spinet is its
+  # client for audio and takes MIDI from the ALSA sequencer; jack_rec
+  # records Spinet's outputs from inside the same JACK graph. Then the
+  # server is stopped and started again at another rate (jackd2 cannot
+  # change it while running): Spinet comes back, builds its graph at the
+  # new rate, its sequencer input follows, and a second take is recorded.
+  export JACK_DEFAULT_SERVER=spinet-vm-$$ JACK_NO_AUDIO_RESERVATION=1
+  start_jackd "$RATE" || return 1
+  local rc=0
+  PLAY=(play --driver jack --midi alsa --jack-connect none --soundfont "$SF" --channel 1=synth:saw-lead "${DEBUG_ARGS[@]}")
+  if start_spinet --connect none; then
+    jack_take jack.wav
+    # Spinet remembers its connections a quarter second after they change
+    # (and re-makes them when the server is back): let it see jack_rec's
+    # end, or the next jack_rec finds itself connected already and fails.
+    sleep 2
+    kill $JACKD; wait $JACKD
+    # The semaphores of clients still open when the server went (libjack
+    # leaves them in /dev/shm; the JACK tests remove them the same way): a
+    # client back under the same name on a server of the same name found
+    # the stale one, and every cycle timed out.
+    rm -f /dev/shm/jack_sem.*_"$JACK_DEFAULT_SERVER"_*
+    for _ in $(seq 100); do grep -q 'server went away' spinet.log && break; sleep 0.1; done
+    if start_jackd "$JACK_RATE2"; then
+      for _ in $(seq 300); do grep -q "Spinet follows" spinet.log && break; sleep 0.1; done
+      sleep 0.5
+      jack_take jack-rate.wav
+    fi
+    stop_spinet
+  else
+    rc=1
+  fi
+  kill $JACKD; wait $JACKD
+  return $rc
+}
+
 if [[ ${1-} == --guest ]]; then
   "guest_$2"; exit $?
 fi
@@ -357,7 +435,7 @@ fi
 WORK=${SPINET_TEST_DIR:-$(mktemp -d /tmp/spinet-system-tests.XXXXXX)}
 mkdir -p "$WORK"
 SCENARIOS=("$@")
-((${#SCENARIOS[@]})) || SCENARIOS=(daw keyboard unsubscribe sigint sigterm flood switch sysex stop disconnect vanish clock early)
+((${#SCENARIOS[@]})) || SCENARIOS=(daw keyboard unsubscribe sigint sigterm flood switch sysex stop disconnect vanish clock early jack)
 passed=0 failed=0
 
 result() {   # result NAME OK LINE
@@ -376,6 +454,15 @@ check() {   # check DIR ARGS...: runs the checker; output in $out, status return
 
 DAW_NOTES="0:72:250,400:76:250,800:79:250,1200:84:250,1600:67:250,2000:64:250,2400:60:250,2800:72:250"
 DAW_EXPECT="0:72,400:76,800:79,1200:84,1600:67,2000:64,2400:60,2800:72"
+# The jack scenario's bound on each onset's distance from one constant
+# latency. Measured: within 1.3 ms (the sender's queue timer and JACK's
+# estimate of each cycle's start, both in the emulated guest). 5 ms is the
+# daw scenario's bound and an eighth of a 1024-frame period (42.7 ms at
+# 24 kHz): an event placed at its cycle's start instead of at its time
+# stamp would be off by up to a whole period.
+JACK_TOLERANCE_MS=${SPINET_JACK_TOLERANCE_MS:-5}
+# The rate the jack scenario's server comes back at.
+JACK_RATE2=$(( RATE == 22050 ? 24000 : 22050 ))
 
 for s in "${SCENARIOS[@]}"; do
   d=$WORK/$s
@@ -555,6 +642,27 @@ for s in "${SCENARIOS[@]}"; do
     check "$d" continuous early.raw --seconds 1.2 --tolerance 0.3 || ok=1; line+="$out"
     result early $ok "$line"
     ;;
+  jack)
+    $CHECK midi "$d/warm.mid" "0:72:200,300:60:200" --program 0 > /dev/null
+    $CHECK midi "$d/daw.mid" "$DAW_NOTES" --program 0 > /dev/null
+    # Spinet's synth, which starts each note on its exact frame: the onsets
+    # then show the timing of the MIDI path alone, not the SoundFont's
+    # 64-frame grid (2.7 ms at 24 kHz).
+    "$BIN" render "$d/daw.mid" -o "$d/reference.wav" --rate "$RATE" --soundfont "$SF" --channel 1=synth:saw-lead --force -q
+    vm jack JACK_RATE2="$JACK_RATE2"
+    ok=0; line=""
+    grep -q '^Audio: JACK client' "$d/spinet.log" || { ok=1; line+="Spinet did not play through JACK; "; }
+    read -r rc _ < "$d/exit.txt" 2>/dev/null; [[ ${rc:-x} == 0 ]] || { ok=1; line+="exit status ${rc:-?}; "; }
+    check "$d" notes jack.wav --expect "$DAW_EXPECT" --reference reference.wav --tolerance-ms "$JACK_TOLERANCE_MS" --deviations || ok=1
+    line+="$RATE Hz: $out; server xruns per take $(tr '\n' ' ' < "$d/jack.wav.xruns" 2>/dev/null); Spinet printed $(grep '^Latency:' "$d/spinet.log" | cut -d' ' -f2-3); "
+    # The server back at another rate: the notes still at their pitch (the
+    # take is at the new rate) and at one constant latency.
+    grep -q "the audio now runs at $JACK_RATE2 Hz; Spinet follows" "$d/spinet.log" ||
+      { ok=1; line+="no rate change followed in the log; "; }
+    check "$d" notes jack-rate.wav --expect "$DAW_EXPECT" --reference reference.wav --tolerance-ms "$JACK_TOLERANCE_MS" --deviations || ok=1
+    line+="after the server came back at $JACK_RATE2 Hz: $out; server xruns per take $(tr '\n' ' ' < "$d/jack-rate.wav.xruns" 2>/dev/null)"
+    result jack $ok "$line"
+    ;;
   latency)
     vm latency
     period_ms=$(awk -v p="$PERIOD" -v r="$RATE" 'BEGIN{printf "%.3f", p * 1000 / r}')
@@ -563,7 +671,7 @@ for s in "${SCENARIOS[@]}"; do
     else result latency 1 "$out; Spinet printed $printed"; fi
     ;;
   *)
-    result "$s" 1 "no such scenario (daw keyboard unsubscribe sigint sigterm flood switch sysex stop disconnect vanish clock early latency)"
+    result "$s" 1 "no such scenario (daw keyboard unsubscribe sigint sigterm flood switch sysex stop disconnect vanish clock early jack latency)"
     continue ;;
   esac
   echo "     ($((SECONDS - start)) s; files in $d)" >&2

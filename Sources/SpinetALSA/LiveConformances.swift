@@ -21,6 +21,9 @@ extension SequencerClient: MIDIInput {
         return "client '\(name)' \(clientID), input \(inputs); \(from)"
     }
 
+    /// The sequencer thread moves to a new engine's queue (`follow`).
+    public var canFollowNewEngine: Bool { true }
+
     public var inputStatistics: MIDIInputStatistics {
         let s = statistics
         var m = MIDIInputStatistics()

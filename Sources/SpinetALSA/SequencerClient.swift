@@ -70,6 +70,10 @@ public final class SequencerClient: @unchecked Sendable {
     private var wakeWriteFD: Int32 = -1
     private var thread: NativeThread?
     private let stopRequested = Atomic<Bool>(false)
+    /// A new engine's queue and timing to push to (`follow`), for the
+    /// sequencer thread to take up; `followRequested` says one is waiting.
+    private let nextTarget = Mutex<(queue: EventQueue, timing: LiveTiming)?>(nil)
+    private let followRequested = Atomic<Bool>(false)
     private let notices = Mutex<[String]>([])
 
     private let receivedCount = Atomic<Int>(0)
@@ -278,6 +282,19 @@ public final class SequencerClient: @unchecked Sendable {
         }
     }
 
+    /// From now on, push to `queue` with `timing` (the engine the audio
+    /// renders changed: a new sample rate), counting frames afresh from the
+    /// timeline's next anchors. The sequencer thread takes it up before the
+    /// next events it reads; those it read before go to the old queue (whose
+    /// engine no longer plays). Connections, held notes and the MIDI clock
+    /// stay. Control thread, after `start`.
+    public func follow(queue: EventQueue, timing: LiveTiming) {
+        nextTarget.withLock { $0 = (queue, timing) }
+        followRequested.store(true, ordering: .releasing)
+        var one: UInt8 = 1
+        if wakeWriteFD >= 0 { _ = write(wakeWriteFD, &one, 1) }
+    }
+
     /// Scheduling the sequencer thread got.
     public var scheduling: ThreadScheduling? { thread?.scheduling }
 
@@ -324,7 +341,9 @@ public final class SequencerClient: @unchecked Sendable {
 
     // MARK: the sequencer thread
 
-    private func run(seq: OpaquePointer, queue: EventQueue, timeline: AudioTimeline, timing: LiveTiming) {
+    private func run(seq: OpaquePointer, queue firstQueue: EventQueue, timeline: AudioTimeline, timing firstTiming: LiveTiming) {
+        var queue = firstQueue
+        var timing = firstTiming
         let n = Int(snd_seq_poll_descriptors_count(seq, Int16(POLLIN)))
         var fds = [pollfd](repeating: pollfd(), count: n + 1)
         fds.withUnsafeMutableBufferPointer { b in
@@ -344,6 +363,19 @@ public final class SequencerClient: @unchecked Sendable {
             let r = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), timeout) }
             if r < 0 && errno != EINTR { break }
             if stopRequested.load(ordering: .acquiring) { break }
+            if fds[n].revents & Int16(POLLIN) != 0 {
+                var drained = [UInt8](repeating: 0, count: 16)
+                while drained.withUnsafeMutableBytes({ read(wakeFD, $0.baseAddress, $0.count) }) > 0 {}
+            }
+            if followRequested.exchange(false, ordering: .acquiring), let next = nextTarget.withLock({ t in
+                defer { t = nil }
+                return t
+            }) {
+                // A new engine: its frames start again from its own anchors.
+                queue = next.queue
+                timing = next.timing
+                lastFrame = 0
+            }
 
             // Drain every waiting event.
             while true {

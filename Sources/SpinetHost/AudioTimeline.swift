@@ -86,6 +86,12 @@ public final class AudioTimeline: Sendable {
         sequence.store(s &+ 2, ordering: .releasing)
     }
 
+    /// Any thread. How many anchors were published so far: a reader that
+    /// saw n knows the next one once this exceeds n.
+    public var publications: UInt64 {
+        sequence.load(ordering: .acquiring) / 2
+    }
+
     /// Any thread. The latest anchor, or nil before the first publication.
     public func read() -> TimelineAnchor? {
         while true {

@@ -74,6 +74,9 @@ public protocol RateFollowingDevice: AudioDevice {
     /// Hands over an engine prepared at `sampleRate` now. False while an
     /// earlier one waits to be swapped in: try again. Control thread.
     func offer(engine: Engine) -> Bool
+    /// True once the render thread has swapped in the engine last offered
+    /// (its next `AudioTimeline` publication is that engine's frames).
+    var offeredEngineTaken: Bool { get }
 }
 
 /// Counts a MIDI input keeps, for the status line and the closing summary.
@@ -126,8 +129,19 @@ public protocol MIDIInput: AnyObject, Sendable {
     /// being rendered, so MIDI in to audio out is the engine's own latency,
     /// not the device buffer's. Default false.
     var readsInAudioCallback: Bool { get }
+    /// True for an input with a thread of its own that can move to another
+    /// engine while it runs (`follow`): the session then follows a device's
+    /// rate change with it. Default false.
+    var canFollowNewEngine: Bool { get }
+    /// From now on, push to `queue` (a new engine's, which only this input
+    /// feeds) with `timing` (at that engine's rate), and start counting
+    /// frames afresh from the timeline's anchors, which are that engine's
+    /// by now. Control thread, after `start`. Default: nothing.
+    func follow(queue: EventQueue, timing: LiveTiming)
 }
 
 extension MIDIInput {
     public var readsInAudioCallback: Bool { false }
+    public var canFollowNewEngine: Bool { false }
+    public func follow(queue: EventQueue, timing: LiveTiming) {}
 }

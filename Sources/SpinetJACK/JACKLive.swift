@@ -57,6 +57,7 @@ extension JACKClient: AudioDevice {
 
 extension JACKClient: RateFollowingDevice {
     public func hostWillFollowRate() { hostFollowsRate = true }
+    public var offeredEngineTaken: Bool { pendingGraph.load(ordering: .acquiring) == 0 }
 }
 
 /// The JACK MIDI inputs of a client, as the session's MIDI input: the
@@ -102,4 +103,6 @@ public final class JACKNoticesAlongside: MIDIInput, @unchecked Sendable {
     public func stop() { input.stop() }
     public func takeNotices() -> [String] { client.takeNotices() + input.takeNotices() }
     public var inputStatistics: MIDIInputStatistics { input.inputStatistics }
+    public var canFollowNewEngine: Bool { input.canFollowNewEngine }
+    public func follow(queue: EventQueue, timing: LiveTiming) { input.follow(queue: queue, timing: timing) }
 }

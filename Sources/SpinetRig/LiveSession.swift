@@ -20,12 +20,16 @@ import Synchronization
 /// any) this thread's; its `soundFontSlot` takes the fonts swapped in.
 ///
 /// On a device whose rate can change while it runs (`RateFollowingDevice`:
-/// JACK, PipeWire) with MIDI the audio callback reads, the session follows
-/// a new rate: this thread builds the graph again at that rate (a new
-/// SoundFont player for the current fonts, the same settings) and offers it
-/// to the device, whose render thread swaps it in. A recording stops there
-/// (a file has one rate). With a MIDI input of its own thread (the ALSA
-/// sequencer, which pushes to the first graph's queue) it does not follow.
+/// JACK, PipeWire), the session follows a new rate: this thread builds the
+/// graph again at that rate (a new SoundFont player for the current fonts,
+/// the same settings) and offers it to the device, whose render thread
+/// swaps it in. A recording stops there (a file has one rate). MIDI the
+/// audio callback reads needs nothing more. A MIDI input of its own thread
+/// (the ALSA sequencer) pushes to the first graph's queue at frames of the
+/// first engine: once the device has swapped the new engine in and
+/// published its first anchor, the input is moved to the new graph's queue
+/// and timing (`MIDIInput.follow`). An input that cannot move keeps the
+/// session from following: silence until the rate is back.
 public final class LiveSession {
     public struct Options: Sendable {
         /// Latency added for the MIDI thread's reaction time, in ms.
@@ -93,8 +97,9 @@ public final class LiveSession {
         let settings = graph.settings
         var sampleRate = Double(device.sampleRate)
         // Follow rate changes where the device can and the MIDI goes through
-        // its callback (not a queue of the first graph).
-        let follower = midi?.readsInAudioCallback ?? true ? device as? RateFollowingDevice : nil
+        // its callback or can move to the new graph's queue.
+        let midiFollows = midi.map { $0.readsInAudioCallback || $0.canFollowNewEngine } ?? true
+        let follower = midiFollows ? device as? RateFollowingDevice : nil
         follower?.hostWillFollowRate()
         var recording = recorder
         var recordLine = ""
@@ -105,7 +110,7 @@ public final class LiveSession {
         let safetyFrames = Int((options.safetyMilliseconds / 1000 * sampleRate).rounded())
         let timing = LiveTiming(sampleRate: sampleRate, periodFrames: device.periodFrames, periods: device.periods, safetyFrames: safetyFrames)
         let totalLatency = Int(timing.latencyFrames) + engine.latencyFrames
-        let firstEngine = engine
+        let tempoTarget = TempoTarget(engine)
         let timeline = AudioTimeline()
         let priority = options.priority
         let memoryProblem = priority > 0 ? lockMemory() : nil
@@ -135,7 +140,7 @@ public final class LiveSession {
             do {
                 line = try midi.start(queue: graph.inputs[0], timeline: timeline, timing: timing,
                                       priority: priority > 0 ? Int32(max(1, priority - 5)) : 0,
-                                      tempo: { bpm in firstEngine.setTempo(beatsPerMinute: bpm) })
+                                      tempo: { bpm in tempoTarget.set(bpm) })
             } catch {
                 device.stop(drain: false)
                 throw RigError(String(describing: error))
@@ -194,6 +199,22 @@ public final class LiveSession {
                     next.engine.prepare(sampleRate: Double(rate), maxFrames: max(device.periodFrames, 1))
                     next.engine.setTempo(beatsPerMinute: options.tempo)
                     while !follower.offer(engine: next.engine) && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(5_000) }
+                    if let midi, !midi.readsInAudioCallback {
+                        // The input stamps events against the timeline: move
+                        // it once the anchors are the new engine's (the first
+                        // published after the swap).
+                        let deadline = monotonicSeconds() + 5
+                        while !follower.offeredEngineTaken && device.failure == nil && monotonicSeconds() < deadline
+                                && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(1_000) }
+                        let seen = timeline.publications
+                        while timeline.publications == seen && device.failure == nil && monotonicSeconds() < deadline
+                                && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(1_000) }
+                        let safety = Int((options.safetyMilliseconds / 1000 * Double(rate)).rounded())
+                        midi.follow(queue: next.inputs[0],
+                                    timing: LiveTiming(sampleRate: Double(rate), periodFrames: device.periodFrames,
+                                                       periods: device.periods, safetyFrames: safety))
+                    }
+                    tempoTarget.move(to: next.engine)
                     graph = next
                     engine = next.engine
                     slot = next.soundFontSlot!
@@ -296,6 +317,31 @@ public final class LiveSession {
     /// or never finished.
     private func droppedEvents() -> Int {
         graph.engine.statistics.droppedEvents + (midi?.inputStatistics.dropped ?? 0)
+    }
+}
+
+/// The engine a MIDI clock's tempo goes to (the MIDI thread sets it; the
+/// session moves it to a graph built for a new rate, with the tempo the
+/// clock gave).
+final class TempoTarget: @unchecked Sendable {
+    private let state: Mutex<(engine: Engine, clock: Double?)>
+
+    init(_ engine: Engine) { state = Mutex((engine, nil)) }
+
+    /// MIDI thread.
+    func set(_ bpm: Double) {
+        state.withLock { s in
+            s.clock = bpm
+            s.engine.setTempo(beatsPerMinute: bpm)
+        }
+    }
+
+    /// Control thread.
+    func move(to engine: Engine) {
+        state.withLock { s in
+            s.engine = engine
+            if let bpm = s.clock { engine.setTempo(beatsPerMinute: bpm) }
+        }
     }
 }
 

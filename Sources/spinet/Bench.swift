@@ -51,12 +51,29 @@ struct Bench: ParsableCommand {
     @Option(help: "A large SoundFont for the startup figure.")
     var largeSoundFont: String = "/usr/share/sounds/sf2/FluidR3_GM.sf2"
 
+    @Flag(help: ArgumentHelp("Only the JACK figures: the process callback's time per cycle (p50, p99, max % of the period) with 256 voices sounding, at 64 and 128 frames, each under a private jackd (dummy driver) that the bench starts and stops."))
+    var jack = false
+
+    @Option(help: ArgumentHelp("With --jack: cycles measured at each period.", valueName: "n"))
+    var jackCycles: Int = 5000
+
+    @Option(help: ArgumentHelp("With --jack: the private server's name.", valueName: "name"))
+    var jackServer: String = "spinet-bench-\(getuid())"
+
     func run() throws {
         try reportingFailures {
             // the renders below are --quiet: say once here what of the font is damaged
             if let font = soundFont ?? SoundFontLocator.defaultSoundFont(), let d = SoundFontDiagnosis(path: font) {
                 if d.nothingUsable { throw Failure("SoundFont \(font): \(d.refusal)") }
                 if let w = d.warning { printError("spinet: warning: \(w)") }
+            }
+            if jack {
+                guard let font = soundFont ?? SoundFontLocator.defaultSoundFont() else {
+                    throw Failure("no SoundFont found; pass one with --soundfont PATH")
+                }
+                guard jackCycles >= 1 else { throw Failure("--jack-cycles must be at least 1") }
+                try JACKBench.run(font: font, rate: rate, periods: [64, 128], cycles: jackCycles, server: jackServer, voices: 256)
+                return
             }
             if !realtimeOnly { try bench() }
             if !filesOnly { try realtimeFigures() }

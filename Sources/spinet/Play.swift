@@ -30,8 +30,8 @@ struct Play: ParsableCommand {
         With --driver jack, Spinet is the JACK client --name (also under PipeWire: \
         pw-jack spinet play --driver jack) with audio outputs out_L and out_R and MIDI \
         inputs midi_in (midi_in_N for --ports N), each event played at its exact frame; \
-        the server decides the rate and period, and a new rate is followed (a --record \
-        take stops there; with --midi alsa, silence until the rate is back). If the \
+        the server decides the rate and period, and a new rate is followed, also with \
+        --midi alsa (a --record take stops there). If the \
         server goes away, Spinet waits and comes back with the same ports and connections.
         """
     )

@@ -45,6 +45,31 @@ struct JACKCommandTests {
         #expect(text.contains("Spinet:midi_in     MIDI input"))
     }
 
+    /// `spinet bench --jack` starts a private jackd at 64 and then 128
+    /// frames, measures its process callback with 256 voices, prints
+    /// p50/p99/max per period, and stops each server (by pid: gone after).
+    /// Not a timed test: the figures are printed, not judged.
+    @Test func benchJACKPrintsTheLoadAndStopsItsServers() throws {
+        let name = "spinet-test-\(getuid())-bench"
+        let r = try SpinetCommand.run(["bench", "--jack", "--jack-cycles", "300", "--jack-server", name], timeout: 120)
+        let text = String(decoding: r.stdout, as: UTF8.self)
+        print("spinet bench --jack:\n\(text)\(r.stderr)")
+        #expect(r.status == 0)
+        let rows = text.split(separator: "\n").filter { $0.contains("(jackd pid") }
+        try #require(rows.count == 2, "one row per period")
+        for (row, period) in zip(rows, [64, 128]) {
+            let fields = row.split(separator: " ")
+            #expect(fields.first == "\(period)"[...])
+            let percents = fields.filter { $0.hasSuffix("%") }.compactMap { Double($0.dropLast()) }
+            #expect(percents.count == 3 && percents[0] > 0 && percents[0] <= percents[1] && percents[1] <= percents[2], "p50 <= p99 <= max: \(row)")
+            #expect(fields.count > 5 && fields[4] == "300", "cycles measured: \(row)")
+            #expect(fields.count > 5 && Int(fields[5]).map { $0 >= 256 } == true, "256 voices sounding: \(row)")
+            let pid = row.split(separator: "pid ").last.flatMap { Int32($0.prefix { $0.isNumber }) } ?? 0
+            #expect(pid > 0 && kill(pid, 0) != 0, "jackd \(pid) still runs")
+        }
+        #expect((try? JACKPorts.list(server: name)) == nil, "a server '\(name)' still answers")
+    }
+
     @Test func withoutAServerItIsOneLineAndStatus1() throws {
         let (p, log) = try Self.play([], server: "spinet-no-such-server-\(getpid())")
         p.waitUntilExit()

@@ -4,11 +4,12 @@
 Subcommands (all print one line and exit 0 on success, 1 on failure):
   midi OUT.mid SPEC [--program P]     write a Standard MIDI File; SPEC is
                                       "start_ms:key:dur_ms[:vel],..." (1 tick = 1 ms)
-  notes CAPTURE --expect "ms:key,..." [--reference REF.wav] [--tolerance-ms T]
+  notes CAPTURE --expect "ms:key,..." [--reference REF.wav] [--tolerance-ms T] [--deviations]
                                       every note sounds once, at its pitch (key -1:
                                       any), and the
                                       onsets keep the spacing of the file (or of
-                                      REF, the same file rendered offline) +-T ms
+                                      REF, the same file rendered offline) +-T ms;
+                                      --deviations lists each onset's offset
   level CAPTURE --from S --to S (--above DB | --below DB)
                                       the peak level in a time window
   fade CAPTURE                        the sound ends in a fade, not a step (no click)
@@ -203,10 +204,16 @@ def cmd_notes(a):
             worst = max(worst, abs(have - want))
             if abs(have - want) > a.tolerance_ms:
                 problems.append("note %d: %.1f ms after the previous one, %.1f ms expected" % (i + 1, have, want))
+    listed = ""
+    if a.deviations:
+        # Each note's onset minus its expected time, relative to the first
+        # note: a constant latency gives all zeros.
+        dev = [(idx - got[0]) * 1000.0 / rate - (w - want_ms[0]) for idx, w in zip(got, want_ms)]
+        listed = "; onset minus expected, from the first note (ms): " + " ".join("%+.2f" % d for d in dev)
     if problems:
-        return False, "; ".join(problems)
-    return True, "%d notes at the right pitch; spacing within %.2f ms of the %s (tolerance %.1f ms)" % (
-        len(expect), worst, "offline render's" if a.reference else "file's", a.tolerance_ms)
+        return False, "; ".join(problems) + listed
+    return True, "%d notes at the right pitch; spacing within %.2f ms of the %s (tolerance %.1f ms)%s" % (
+        len(expect), worst, "offline render's" if a.reference else "file's", a.tolerance_ms, listed)
 
 
 def cmd_level(a):
@@ -398,6 +405,7 @@ def main():
     s = sub.add_parser("midi"); s.add_argument("out"); s.add_argument("spec"); s.add_argument("--program", type=int)
     s = sub.add_parser("notes"); s.add_argument("capture"); s.add_argument("--expect", required=True)
     s.add_argument("--tolerance-ms", type=float, default=5.0); s.add_argument("--reference")
+    s.add_argument("--deviations", action="store_true")
     s = sub.add_parser("level"); s.add_argument("capture"); s.add_argument("--from", dest="start", type=float, required=True)
     s.add_argument("--to", dest="end", type=float, required=True)
     g = s.add_mutually_exclusive_group(required=True)
