@@ -8,14 +8,26 @@ import SpinetTestTraits
 /// A plugin instance driven as a host drives it: process calls of a given
 /// block size, MIDI events at frame offsets within each call.
 final class PluginDriver {
-    let plugin: OpaquePointer
-    var lines: [String] = []
+    /// What the instance logged (one line each), as a host's log receives it.
+    final class Log: @unchecked Sendable {
+        var lines: [String] = []
+        let lock = NSLock()
+    }
+    let log = Log()
+    private(set) var plugin: OpaquePointer!
 
     init(rate: Double) throws {
-        let p = spinet_plugin_create(rate, nil, nil, nil)
+        let p = spinet_plugin_create(rate, nil, { context, _, line in
+            let log = Unmanaged<Log>.fromOpaque(context!).takeUnretainedValue()
+            log.lock.lock()
+            log.lines.append(String(cString: line!))
+            log.lock.unlock()
+        }, Unmanaged.passUnretained(log).toOpaque())
         try #require(p != nil)
         plugin = p!
     }
+
+    var lines: [String] { log.lock.lock(); defer { log.lock.unlock() }; return log.lines }
 
     deinit { spinet_plugin_destroy(plugin) }
 
@@ -163,6 +175,7 @@ struct PluginInstanceTests {
         _ = spinet_plugin_soundfont_path(d.plugin, &path, 4096)
         let before = String(cString: path)
         #expect(spinet_plugin_load_soundfont(d.plugin, "/nonexistent/font.sf2") != 0)
+        #expect(d.lines.contains { $0.contains("/nonexistent/font.sf2") }, "the host's log says why: \(d.lines)")
         _ = spinet_plugin_soundfont_path(d.plugin, &path, 4096)
         #expect(String(cString: path) == before)
         let out = d.render(frames: 6000, block: 256, events: [(100, [0x90, 60, 110])])
