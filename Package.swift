@@ -10,6 +10,8 @@ let package = Package(
     products: [
         .executable(name: "spinet", targets: ["spinet"]),
         .executable(name: "spinet-rtcheck", targets: ["spinet-rtcheck"]),
+        // The CLAP plugin (scripts/build-clap.sh makes .build/plugins/spinet.clap of it).
+        .library(name: "spinet_clap", type: .dynamic, targets: ["SpinetCLAP"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -62,6 +64,16 @@ let package = Package(
             "CSpinetPlugin", "SpinetRig", "SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth",
             "SpinetFile", "SpinetSettings", "SpinetSupport", "CFluidSynthRealtime",
         ]),
+        // The CLAP headers (free-audio/clap 1.2.10, MIT, header-only; see Sources/CCLAP/VERSION.md).
+        .target(name: "CCLAP", exclude: ["LICENSE", "VERSION.md"]),
+        // The CLAP plugin: C glue (clap_entry must be a data symbol) over the
+        // plugin core. Its version script exports clap_entry and GOMP_parallel only.
+        .target(name: "SpinetCLAP", dependencies: ["CCLAP", "CSpinetPlugin", "SpinetPlugin"],
+                exclude: ["spinet_clap.map"],
+                linkerSettings: [
+                    .linkedLibrary("pthread"),
+                    .unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/SpinetCLAP/spinet_clap.map"]),
+                ]),
         .executableTarget(name: "spinet", dependencies: [
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetALSA", "SpinetSupport",
             "SpinetHost", "SpinetRig", "SpinetSettings", "SpinetJACK",
