@@ -72,7 +72,8 @@ let package = Package(
                 exclude: ["spinet_clap.map"],
                 linkerSettings: [
                     .linkedLibrary("pthread"),
-                    .unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/SpinetCLAP/spinet_clap.map"]),
+                    // -z now: no lazy binding on the audio thread's first calls.
+                    .unsafeFlags(["-Xlinker", "-z", "-Xlinker", "now", "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/SpinetCLAP/spinet_clap.map"]),
                 ]),
         .executableTarget(name: "spinet", dependencies: [
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetALSA", "SpinetSupport",

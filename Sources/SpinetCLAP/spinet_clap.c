@@ -80,8 +80,9 @@ typedef struct spinet_clap {
 
     // process' scratch, allocated at init.
     spinet_midi_event *events;
-    uint8_t *bytes;                  // 3 bytes per event
+    uint8_t *bytes;                  // the channel messages' bytes, 3 per event
     uint32_t event_count;
+    uint32_t bytes_used;             // reset once per process call, not per segment
     uint16_t held[128];              // channels holding each key (CLAP note-ons), for wildcard note-offs
     atomic_bool reset_requested;
     atomic_uint dropped_events;
@@ -487,7 +488,7 @@ static void plugin_reset(const clap_plugin_t *plugin) {
 }
 
 static void push_event(spinet_clap *s, uint32_t offset, const uint8_t *data, uint32_t size, bool copy) {
-    if (s->event_count >= SPINET_CLAP_MAX_EVENTS) {
+    if (s->event_count >= SPINET_CLAP_MAX_EVENTS || (copy && s->bytes_used + size > 3 * SPINET_CLAP_MAX_EVENTS)) {
         atomic_fetch_add_explicit(&s->dropped_events, 1, memory_order_relaxed);
         return;
     }
@@ -495,8 +496,9 @@ static void push_event(spinet_clap *s, uint32_t offset, const uint8_t *data, uin
     e->offset = offset;
     e->size = size;
     if (copy) {
-        uint8_t *b = s->bytes + 3 * s->event_count;
+        uint8_t *b = s->bytes + s->bytes_used;
         memcpy(b, data, size);
+        s->bytes_used += size;
         e->data = b;
     } else {
         e->data = data;
@@ -533,13 +535,17 @@ static uint8_t velocity_7bit(double v, uint8_t minimum) {
     return (uint8_t)x;
 }
 
-// Renders [from, to) with the events gathered so far (their offsets are
-// block frames; the core wants them relative to `from`).
+// Renders [from, to) with the events gathered so far that fall before `to`
+// (their offsets are block frames, in order; the core wants them relative
+// to `from`). Events at `to` itself stay for the next segment.
 static void render_segment(spinet_clap *s, float *left, float *right, uint32_t from, uint32_t to) {
     if (to <= from) return;
-    for (uint32_t i = 0; i < s->event_count; i++) s->events[i].offset -= from;
-    spinet_plugin_process(s->core, to - from, left + from, right + from, s->events, s->event_count);
-    s->event_count = 0;
+    uint32_t n = 0;
+    while (n < s->event_count && s->events[n].offset < to) s->events[n++].offset -= from;
+    spinet_plugin_process(s->core, to - from, left + from, right + from, s->events, n);
+    // The rest (at `to`) move to the front; their bytes stay where they are.
+    memmove(s->events, s->events + n, (s->event_count - n) * sizeof *s->events);
+    s->event_count -= n;
 }
 
 static clap_process_status plugin_process(const clap_plugin_t *plugin, const clap_process_t *process) {
@@ -557,6 +563,7 @@ static clap_process_status plugin_process(const clap_plugin_t *plugin, const cla
         return CLAP_PROCESS_CONTINUE;
     }
     s->event_count = 0;
+    s->bytes_used = 0;
     if (atomic_exchange(&s->reset_requested, false)) {
         for (uint8_t c = 0; c < 16; c++) {
             push3(s, 0, 0xB0 | c, 120, 0);   // all sound off
