@@ -291,7 +291,7 @@ typedef struct instance {
     FILE *out;
     float *left, *right, *interleaved;
     block_events *block;
-    unsigned long calls, allocations, frees, locks, max_allocations;
+    unsigned long calls, allocations, frees, locks, max_allocations, allocating_calls;
     double seconds;
 } instance;
 
@@ -358,6 +358,8 @@ static void process_block(instance *in, uint64_t position, uint32_t frames) {
         in->frees += spinet_probe_frees();
         in->locks += spinet_probe_locks();
         if (a > in->max_allocations) in->max_allocations = a;
+        if (a > 0 && in->allocating_calls++ < 8)
+            printf("allocating-call %lu allocations %lu frames %u\n", in->calls, a, frames);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     in->seconds += (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
@@ -557,6 +559,7 @@ int main(int argc, char **argv) {
             printf("process-frees%s %lu\n", suffix, in->frees);
             printf("process-locks%s %lu\n", suffix, in->locks);
             printf("max-process-allocations%s %lu\n", suffix, in->max_allocations);
+            printf("allocating-calls%s %lu\n", suffix, in->allocating_calls);
         }
         if (in->debug != NULL) {
             char path[4096];
