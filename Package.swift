@@ -108,6 +108,8 @@ let package = Package(
         ]),
         .testTarget(name: "SpinetJACKTests", dependencies: ["SpinetJACK", "CJACK", "SpinetEngine", "SpinetSynth", "SpinetMIDI", "SpinetHost", "SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
         .testTarget(name: "SpinetPluginTests", dependencies: ["SpinetPlugin", "CSpinetPlugin", "SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
+        // The CLAP plugin under Tests/PluginHosts/clap-host.c (SPINET_PLUGIN_DIR: make plugin-tests-clap).
+        .testTarget(name: "SpinetCLAPTests", dependencies: ["SpinetTestSupport", "SpinetTestTraits"]),
         .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport", "CEBUR128", "SpinetTestTraits"]),
     ]
 )

@@ -84,6 +84,16 @@ typedef struct spinet_clap {
     uint32_t event_count;
     uint32_t bytes_used;             // reset once per process call, not per segment
     uint16_t held[128];              // channels holding each key (CLAP note-ons), for wildcard note-offs
+    // The channel state the host's MIDI set (controllers, program, pitch
+    // bend), kept by process so that it can be sent again after the core
+    // starts from scratch (deactivate/activate, a new rate): a DAW sends
+    // Bank Select and Program Change once, at the start of a clip.
+    uint8_t controller[16][128];
+    uint64_t controller_set[16][2];
+    int16_t program[16];             // -1: none seen
+    uint8_t bend[16][2];
+    bool bend_set[16];
+    bool replay_pending;             // set by activate (main thread, not processing), read by process
     atomic_bool reset_requested;
     atomic_uint dropped_events;
 } spinet_clap;
@@ -349,8 +359,19 @@ static bool state_load(const clap_plugin_t *plugin, const clap_istream_t *stream
     json[length] = '\0';
     pthread_mutex_lock(&s->core_lock);
     int status = ensure_core_locked(s) ? spinet_plugin_restore_state(s->core, json, NULL) : -1;
+    if (status != 0 && s->core != NULL) {
+        // Most often the project's SoundFont is not on this machine: keep
+        // the font in use and restore every other setting.
+        char current[4096];
+        spinet_plugin_soundfont_path(s->core, current, sizeof current);
+        if (current[0] != '\0' && spinet_plugin_restore_state(s->core, json, current) == 0) {
+            status = 0;
+            logf_(s, CLAP_LOG_WARNING, "the saved state's SoundFont was not loaded; the other settings are restored, with %s", current);
+        }
+    }
     pthread_mutex_unlock(&s->core_lock);
     free(json);
+    if (status != 0) instance_log(s, CLAP_LOG_ERROR, "the saved state was not restored (see the lines above)");
     return status == 0;
 }
 
@@ -408,6 +429,9 @@ static bool plugin_init(const clap_plugin_t *plugin) {
         s->host_preset_load = h->get_extension(h, CLAP_EXT_PRESET_LOAD);
         if (s->host_preset_load == NULL) s->host_preset_load = h->get_extension(h, CLAP_EXT_PRESET_LOAD_COMPAT);
     }
+    // The core builds its parameter table on first use (it allocates):
+    // have that happen here, not in the first process call with a parameter event.
+    for (uint32_t i = 0; i < SPINET_PARAM_COUNT; i++) (void)spinet_plugin_param_info(i);
     s->events = calloc(SPINET_CLAP_MAX_EVENTS, sizeof *s->events);
     s->bytes = calloc(SPINET_CLAP_MAX_EVENTS, 3);
     if (s->events == NULL || s->bytes == NULL) return false;
@@ -463,6 +487,7 @@ static bool plugin_activate(const clap_plugin_t *plugin, double rate, uint32_t m
     }
     memset(s->held, 0, sizeof s->held);
     atomic_store(&s->reset_requested, false);
+    s->replay_pending = true;
     s->active = true;
     return true;
 }
@@ -527,6 +552,49 @@ static uint32_t midi_length(uint8_t status) {
     }
 }
 
+// Remembers what a channel message leaves behind (audio thread).
+static void remember(spinet_clap *s, const uint8_t *m, uint32_t size) {
+    uint8_t c = m[0] & 0x0F;
+    switch (m[0] & 0xF0) {
+    case 0xB0:
+        if (size < 3 || m[1] > 127) return;
+        if (m[1] == 121) {                      // Reset All Controllers: only the bank stays
+            s->controller_set[c][0] &= (1ull << 0) | (1ull << 32);
+            s->controller_set[c][1] = 0;
+            s->bend_set[c] = false;
+            return;
+        }
+        // Not the channel mode messages, nor RPN/NRPN data (order matters there).
+        if (m[1] >= 120 || m[1] == 6 || m[1] == 38 || (m[1] >= 96 && m[1] <= 101)) return;
+        s->controller[c][m[1]] = m[2];
+        s->controller_set[c][m[1] >> 6] |= 1ull << (m[1] & 63);
+        return;
+    case 0xC0:
+        if (size >= 2) s->program[c] = m[1];
+        return;
+    case 0xE0:
+        if (size >= 3) { s->bend[c][0] = m[1]; s->bend[c][1] = m[2]; s->bend_set[c] = true; }
+        return;
+    default:
+        return;
+    }
+}
+
+// Sends the remembered channel state again at frame 0: controllers (bank
+// select first), then the program, then the pitch bend.
+static void replay_channel_state(spinet_clap *s) {
+    for (uint8_t c = 0; c < 16; c++) {
+        for (uint8_t n = 0; n < 120; n++) {
+            if (s->controller_set[c][n >> 6] & (1ull << (n & 63))) push3(s, 0, 0xB0 | c, n, s->controller[c][n]);
+        }
+        if (s->program[c] >= 0) {
+            uint8_t m[2] = { (uint8_t)(0xC0 | c), (uint8_t)s->program[c] };
+            push_event(s, 0, m, 2, true);
+        }
+        if (s->bend_set[c]) push3(s, 0, 0xE0 | c, s->bend[c][0], s->bend[c][1]);
+    }
+}
+
 static uint8_t velocity_7bit(double v, uint8_t minimum) {
     if (!(v == v)) v = 0;
     long x = lround(v * 127.0);
@@ -570,7 +638,10 @@ static clap_process_status plugin_process(const clap_plugin_t *plugin, const cla
             push3(s, 0, 0xB0 | c, 121, 0);   // reset controllers
         }
         memset(s->held, 0, sizeof s->held);
+    } else if (s->replay_pending) {
+        replay_channel_state(s);
     }
+    s->replay_pending = false;
 
     const clap_input_events_t *in = process->in_events;
     uint32_t count = in != NULL ? in->size(in) : 0;
@@ -615,7 +686,10 @@ static clap_process_status plugin_process(const clap_plugin_t *plugin, const cla
             const clap_event_midi_t *e = (const clap_event_midi_t *)h;
             if (e->port_index != 0 && e->port_index != UINT16_MAX) break;
             uint32_t n = midi_length(e->data[0]);
-            if (n > 0) push_event(s, t, e->data, n, true);
+            if (n > 0) {
+                push_event(s, t, e->data, n, true);
+                remember(s, e->data, n);
+            }
             break;
         }
         case CLAP_EVENT_MIDI_SYSEX: {
@@ -718,6 +792,7 @@ static const clap_plugin_t *factory_create(const clap_plugin_factory_t *factory,
     spinet_clap *s = calloc(1, sizeof *s);
     if (s == NULL) return NULL;
     s->host = host;
+    for (int c = 0; c < 16; c++) s->program[c] = -1;
     pthread_mutex_init(&s->core_lock, NULL);
     pthread_mutex_init(&s->loader_lock, NULL);
     pthread_cond_init(&s->loader_cond, NULL);

@@ -18,6 +18,7 @@
 //     --param ID=VALUE     set a parameter through params.flush before activating (repeatable)
 //     --print-params       print the parameters (clap.params) and texts
 //     --plugin-id ID       the plugin to create (the factory's first)
+//     --realtime           pace the blocks in real time (as an audio device would)
 //
 // Event file, one event per line (# starts a comment), FRAME counted from the start:
 //     FRAME midi B1 [B2 [B3]]        a MIDI 1.0 message (CLAP_EVENT_MIDI), bytes decimal or 0x..
@@ -297,6 +298,7 @@ typedef struct instance {
 
 static size_t chunk;
 static bool probe;
+static char nowait_path[4096];   // the last font-nowait request, waited for at the end
 
 // Waits (as a main thread would, without processing) for the plugin to
 // report the load of `path`: with --preset-load, until its result for that
@@ -324,6 +326,7 @@ static void process_block(instance *in, uint64_t position, uint32_t frames) {
             bool ok = in->preset_load->from_location(in->plugin, CLAP_PRESET_DISCOVERY_LOCATION_FILE, e->path, NULL);
             printf("font-request %s %s\n", e->path, ok ? "accepted" : "refused");
             if (ok && e->kind == 1) wait_for_font(in, e->path, before);
+            if (ok && e->kind == 2) snprintf(nowait_path, sizeof nowait_path, "%s", e->path);
             continue;
         }
         if (b->count == 65536) die("too many events in one block");
@@ -399,7 +402,7 @@ int main(int argc, char **argv) {
     const char *events_path[2] = { NULL, NULL }, *out_path[2] = { NULL, NULL };
     const char *load_state = NULL, *save_state = NULL, *plugin_id = NULL;
     int instances = 1;
-    bool print_params = false;
+    bool print_params = false, realtime = false;
     uint64_t cycles[64];
     int cycle_count = 0;
     struct { clap_id id; double value; } param_sets[64];
@@ -424,6 +427,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--cycle-at") == 0) { TAKE(); if (cycle_count < 64) cycles[cycle_count++] = strtoull(v, NULL, 10); }
         else if (strcmp(a, "--probe") == 0) probe = true;
         else if (strcmp(a, "--print-params") == 0) print_params = true;
+        else if (strcmp(a, "--realtime") == 0) realtime = true;
         else if (strcmp(a, "--plugin-id") == 0) { TAKE(); plugin_id = v; }
         else if (strcmp(a, "--param") == 0) {
             TAKE();
@@ -531,6 +535,8 @@ int main(int argc, char **argv) {
     if (probe) printf("probe-active %d\n", spinet_probe_is_active());
     uint64_t position = 0;
     int next_cycle = 0;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
     while (position < total) {
         uint32_t frames = total - position < block ? (uint32_t)(total - position) : block;
         while (next_cycle < cycle_count && cycles[next_cycle] <= position) {
@@ -546,6 +552,21 @@ int main(int argc, char **argv) {
         }
         for (int k = 0; k < instances; k++) process_block(&all[k], position, frames);
         position += frames;
+        if (realtime) {
+            double due = (double)position / rate;
+            struct timespec at = start;
+            at.tv_sec += (time_t)due;
+            at.tv_nsec += (long)((due - (double)(time_t)due) * 1e9);
+            if (at.tv_nsec >= 1000000000L) { at.tv_sec++; at.tv_nsec -= 1000000000L; }
+            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL);
+        }
+    }
+    // A font still loading: wait for its result, as the main thread would.
+    if (nowait_path[0] != '\0' && offer_preset_load && strcmp(preset_result, nowait_path) != 0) {
+        printf("font-still-loading-at-end %s\n", nowait_path);
+        int before = atomic_load(&callback_requests);
+        all[0].plugin->on_main_thread(all[0].plugin);
+        if (strcmp(preset_result, nowait_path) != 0) wait_for_font(&all[0], nowait_path, before);
     }
 
     for (int k = 0; k < instances; k++) {
