@@ -91,6 +91,7 @@ install-plugins-clap:
 	@test -f .build/plugins/spinet.clap || { echo "spinet: run make plugins-clap first"; exit 1; }
 	install -d $(CLAPDIR)/Spinet/SoundFonts
 	install -m 755 .build/plugins/spinet.clap $(CLAPDIR)/Spinet/spinet.clap
+	$(STRIP) --strip-unneeded $(CLAPDIR)/Spinet/spinet.clap
 	install -m 644 .build/plugins/SoundFonts/sf_GMbank.sf2 $(CLAPDIR)/Spinet/SoundFonts/sf_GMbank.sf2
 	@echo "Installed $(CLAPDIR)/Spinet/spinet.clap"
 

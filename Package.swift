@@ -4,15 +4,25 @@ import PackageDescription
 // Thread ownership is visible in the module split: SpinetEngine is the
 // real-time core (no C, nothing that allocates in render); the C libraries
 // stay behind shim modules (CALSA, CFluidSynth, CSndFile).
+// The plugin libraries are products only for the plugin build
+// (scripts/build-clap.sh sets SPINET_PLUGIN_BUILD, in its own scratch path):
+// `swift build` builds every product, and a dynamic library that links
+// Foundation cannot be linked by the main release build's
+// --static-swift-stdlib (the objects then ask for the static-only
+// lib_FoundationCShims and lib_FoundationCollections). The targets are
+// compiled by every build all the same.
+let pluginProducts: [Product] = Context.environment["SPINET_PLUGIN_BUILD"] == nil ? [] : [
+    // .build/plugins/spinet.clap
+    .library(name: "spinet_clap", type: .dynamic, targets: ["SpinetCLAP"]),
+]
+
 let package = Package(
     name: "Spinet",
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "spinet", targets: ["spinet"]),
         .executable(name: "spinet-rtcheck", targets: ["spinet-rtcheck"]),
-        // The CLAP plugin (scripts/build-clap.sh makes .build/plugins/spinet.clap of it).
-        .library(name: "spinet_clap", type: .dynamic, targets: ["SpinetCLAP"]),
-    ],
+    ] + pluginProducts,
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],

@@ -13,6 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SWIFT=${SWIFT:-swift}
 scratch=.build/plugin-build
+# Makes the plugin libraries products of the package (see Package.swift).
+export SPINET_PLUGIN_BUILD=1
 out=.build/plugins
 
 "$SWIFT" build -c release -Xswiftc -static-stdlib --scratch-path "$scratch" --product spinet_clap >&2

@@ -820,7 +820,10 @@ static bool entry_init(const char *plugin_path) {
     if (entry_init_count++ == 0) {
         bundle_dir[0] = '\0';
         if (plugin_path != NULL) {
-            snprintf(bundle_dir, sizeof bundle_dir, "%s", plugin_path);
+            // Absolute, so that the default font's path in a saved state is too.
+            char *absolute = realpath(plugin_path, NULL);
+            snprintf(bundle_dir, sizeof bundle_dir, "%s", absolute != NULL ? absolute : plugin_path);
+            free(absolute);
             char *slash = strrchr(bundle_dir, '/');
             if (slash == NULL) snprintf(bundle_dir, sizeof bundle_dir, "%s", ".");
             else if (slash == bundle_dir) slash[1] = '\0';

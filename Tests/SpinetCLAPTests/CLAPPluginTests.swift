@@ -251,6 +251,20 @@ struct SpinetCLAPTests {
         #expect(peak(a.left, 28_000..<30_000) < 3e-5)
     }
 
+    /// SysEx events reach the engine: a Universal Master Volume of 0 at
+    /// frame 12000 silences the note from there on (the limiter's latency later).
+    @Test func sysExEventsReachTheEngine() throws {
+        let events = CLAPHost.synth(program: 11) + "0 midi 0x90 69 100\n12000 sysex 0xF0 0x7F 0x7F 0x04 0x01 0x00 0x00 0xF7\n"
+        let r = try CLAPHost.run(["--frames", "24000", "--block", "500"] + CLAPHost.dry, events: events)
+        let plain = try CLAPHost.run(["--frames", "24000", "--block", "500"] + CLAPHost.dry, events: CLAPHost.synth(program: 11) + "0 midi 0x90 69 100\n")
+        #expect(r.status == 0 && plain.status == 0)
+        let latency = try #require(r.number("latency"))
+        #expect(bytesEqual(Array(r.left[..<(12_000 + latency)]), Array(plain.left[..<(12_000 + latency)])))
+        let after = peak(r.left, 14_000..<24_000)
+        print("CLAP master volume SysEx: peak after \(SignalAnalysis.dBFS(after)) dBFS, without it \(SignalAnalysis.dBFS(peak(plain.left, 14_000..<24_000))) dBFS")
+        #expect(after < 1e-4 && peak(plain.left, 14_000..<24_000) > 0.05)
+    }
+
     /// A parameter event in process applies at its frame (the block is split
     /// there): the master gain to -60 dB from frame 12000 on.
     @Test func aParameterEventAppliesInsideTheBlock() throws {
