@@ -94,11 +94,14 @@ typedef struct spinet_clap {
     uint8_t bend[16][2];
     bool bend_set[16];
     bool replay_pending;             // set by activate (main thread, not processing), read by process
+    atomic_bool forget_requested;    // a state was loaded: its settings replace what MIDI set
     atomic_bool reset_requested;
     atomic_uint dropped_events;
 } spinet_clap;
 
 static spinet_clap *instance_of(const clap_plugin_t *plugin) { return (spinet_clap *)plugin->plugin_data; }
+
+static void forget_channel_state(spinet_clap *s);
 
 static void instance_log(spinet_clap *s, clap_log_severity severity, const char *line) {
     if (s != NULL && s->host_log != NULL && s->host_log->log != NULL) {
@@ -371,6 +374,12 @@ static bool state_load(const clap_plugin_t *plugin, const clap_istream_t *stream
     }
     pthread_mutex_unlock(&s->core_lock);
     free(json);
+    if (status == 0) {
+        // The state's channel settings replace what the host's MIDI set:
+        // nothing of that is sent again after a later activate.
+        if (s->active) atomic_store(&s->forget_requested, true);
+        else forget_channel_state(s);
+    }
     if (status != 0) instance_log(s, CLAP_LOG_ERROR, "the saved state was not restored (see the lines above)");
     return status == 0;
 }
@@ -580,6 +589,19 @@ static void remember(spinet_clap *s, const uint8_t *m, uint32_t size) {
     }
 }
 
+static void forget_channel_state(spinet_clap *s) {
+    memset(s->controller_set, 0, sizeof s->controller_set);
+    memset(s->bend_set, 0, sizeof s->bend_set);
+    for (int c = 0; c < 16; c++) s->program[c] = -1;
+}
+
+// GM System On, GM2 System On, GM System Off (F0 7E dd 09 0x F7) and the GS
+// Reset (F0 41 dd 42 12 40 00 7F ...): they reset every channel.
+static bool is_system_reset(const uint8_t *m, uint32_t size) {
+    if (size >= 6 && m[0] == 0xF0 && m[1] == 0x7E && m[3] == 0x09) return true;
+    return size >= 10 && m[0] == 0xF0 && m[1] == 0x41 && m[3] == 0x42 && m[4] == 0x12 && m[5] == 0x40 && m[6] == 0x00 && m[7] == 0x7F;
+}
+
 // Sends the remembered channel state again at frame 0: controllers (bank
 // select first), then the program, then the pitch bend.
 static void replay_channel_state(spinet_clap *s) {
@@ -642,6 +664,7 @@ static clap_process_status plugin_process(const clap_plugin_t *plugin, const cla
         replay_channel_state(s);
     }
     s->replay_pending = false;
+    if (atomic_exchange(&s->forget_requested, false)) forget_channel_state(s);
 
     const clap_input_events_t *in = process->in_events;
     uint32_t count = in != NULL ? in->size(in) : 0;
@@ -696,6 +719,7 @@ static clap_process_status plugin_process(const clap_plugin_t *plugin, const cla
             const clap_event_midi_sysex_t *e = (const clap_event_midi_sysex_t *)h;
             if ((e->port_index != 0 && e->port_index != UINT16_MAX) || e->buffer == NULL || e->size == 0) break;
             push_event(s, t, e->buffer, e->size, false);  // the host's buffer lives through this call
+            if (is_system_reset(e->buffer, e->size)) forget_channel_state(s);
             break;
         }
         case CLAP_EVENT_PARAM_VALUE: {

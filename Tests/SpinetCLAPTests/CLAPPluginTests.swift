@@ -358,6 +358,20 @@ struct SpinetCLAPTests {
         #expect(firstNonZero(r.left, from: 25_000) == 30_001 + latency)
     }
 
+    /// What a GM System On reset is not sent again after deactivate/activate:
+    /// the channel is back on the SoundFont, as a plugin that never had the
+    /// Bank Select 126 renders it.
+    @Test func aSystemResetIsNotUndoneByActivation() throws {
+        let later = "20000 midi 0x90 60 100\n"
+        let reset = CLAPHost.synth(program: 9) + "1000 midi 0x90 64 100\n3000 midi 0x80 64 0\n"
+            + "5000 sysex 0xF0 0x7E 0x7F 0x09 0x01 0xF7\n" + later
+        let a = try CLAPHost.run(["--frames", "30000", "--block", "500", "--cycle-at", "10000"] + CLAPHost.dry, events: reset)
+        let b = try CLAPHost.run(["--frames", "30000", "--block", "500", "--cycle-at", "10000"] + CLAPHost.dry, events: later)
+        #expect(a.status == 0 && b.status == 0)
+        #expect(peak(a.left, 20_000..<30_000) > 0.01)
+        #expect(bytesEqual(Array(a.left[10_000...]), Array(b.left[10_000...])))
+    }
+
     /// A font change while processing: TimGM6mb through preset-load, read on
     /// the plugin's loader thread; the host hears the same bytes up to the
     /// change and other bytes after it; a missing font is refused with a log
