@@ -17,7 +17,7 @@ FUZZ_SECONDS ?= 60
 RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
 
 .PHONY: deps demo build release check test fuzz sanitize bench clean install uninstall dist dist-if-stale deb
-.PHONY: plugins install-plugins plugins-clap plugin-tests-clap install-plugins-clap uninstall-plugins-clap
+.PHONY: plugins install-plugins plugin-tests plugins-clap plugin-tests-clap install-plugins-clap uninstall-plugins-clap
 
 deps:
 	@scripts/install-deps.sh
@@ -51,7 +51,7 @@ check: release
 # SIMD code is slow unoptimized), the five fuzzers (FUZZ_SECONDS each,
 # after about 2 minutes building them the first time) and the suites under
 # AddressSanitizer and ThreadSanitizer (about 20 minutes on two cores).
-test: check plugin-tests-clap
+test: check
 	@scripts/install-deps.sh $(INSTALL_TEST_DEPS)
 	@scripts/install-deps.sh systemd >/dev/null 2>&1 || echo "spinet: systemd did not install here (a container?): the unit check is skipped"
 	MAKE="$(MAKE)" SWIFT=$(SWIFT) scripts/install-tests.sh
@@ -70,13 +70,16 @@ sanitize: deps
 # the CLAP plugin (plugins-clap) into .build/plugins/.
 plugins: plugins-lv2 plugins-clap
 install-plugins: install-plugins-lv2 install-plugins-clap
+plugin-tests: plugin-tests-clap
+check: plugin-tests-clap
 
 # .build/plugins/spinet.clap (+ SoundFonts/ beside it) and the test host clap-host.
 plugins-clap: deps
 	SWIFT=$(SWIFT) scripts/build-clap.sh
 
 # Tests/SpinetCLAPTests against the built plugin, through Tests/PluginHosts/clap-host.c
-# (the suite is disabled unless SPINET_PLUGIN_DIR is set; this sets it).
+# (the suite is disabled unless SPINET_PLUGIN_DIR is set; this sets it). Part
+# of `make check`, so of `make test`.
 # TimGM6mb is the second font of the font-change test.
 plugin-tests-clap: plugins-clap release
 	@scripts/install-deps.sh timgm6mb-soundfont
@@ -84,9 +87,9 @@ plugin-tests-clap: plugins-clap release
 
 # Installs spinet.clap and its default SoundFont as <dir>/Spinet/spinet.clap and
 # <dir>/Spinet/SoundFonts/sf_GMbank.sf2 (CLAP hosts search their folders
-# recursively): <dir> is $(DESTDIR)$(PREFIX)/lib/clap when PREFIX is given on
-# the command line, else ~/.clap.
-CLAPDIR = $(if $(filter command line,$(origin PREFIX)),$(DESTDIR)$(PREFIX)/lib/clap,$(HOME)/.clap)
+# recursively): <dir> is $(DESTDIR)$(PREFIX)/lib/clap when PREFIX is given
+# (command line or environment), else ~/.clap.
+CLAPDIR = $(if $(filter file,$(origin PREFIX)),$(HOME)/.clap,$(DESTDIR)$(PREFIX)/lib/clap)
 install-plugins-clap:
 	@test -f .build/plugins/spinet.clap || { echo "spinet: run make plugins-clap first"; exit 1; }
 	install -d $(CLAPDIR)/Spinet/SoundFonts

@@ -5,13 +5,13 @@ import PackageDescription
 // real-time core (no C, nothing that allocates in render); the C libraries
 // stay behind shim modules (CALSA, CFluidSynth, CSndFile).
 // The plugin libraries are products only for the plugin build
-// (scripts/build-clap.sh sets SPINET_PLUGIN_BUILD, in its own scratch path):
+// (scripts/build-clap.sh sets SPINET_BUILD_PLUGINS, in its own scratch path):
 // `swift build` builds every product, and a dynamic library that links
 // Foundation cannot be linked by the main release build's
 // --static-swift-stdlib (the objects then ask for the static-only
 // lib_FoundationCShims and lib_FoundationCollections). The targets are
 // compiled by every build all the same.
-let pluginProducts: [Product] = Context.environment["SPINET_PLUGIN_BUILD"] == nil ? [] : [
+let pluginProducts: [Product] = Context.environment["SPINET_BUILD_PLUGINS"] == nil ? [] : [
     // .build/plugins/spinet.clap
     .library(name: "spinet_clap", type: .dynamic, targets: ["SpinetCLAP"]),
 ]
@@ -83,7 +83,11 @@ let package = Package(
                 linkerSettings: [
                     .linkedLibrary("pthread"),
                     // -z now: no lazy binding on the audio thread's first calls.
-                    .unsafeFlags(["-Xlinker", "-z", "-Xlinker", "now", "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/SpinetCLAP/spinet_clap.map"]),
+                    // -z nodelete: a host's dlclose (after a scan) must not unmap
+                    // the plugin: libgomp keeps a pool thread that libfluidsynth's
+                    // font loading started, and it would run in unmapped code.
+                    .unsafeFlags(["-Xlinker", "-z", "-Xlinker", "now", "-Xlinker", "-z", "-Xlinker", "nodelete",
+                                  "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/SpinetCLAP/spinet_clap.map"]),
                 ]),
         .executableTarget(name: "spinet", dependencies: [
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetALSA", "SpinetSupport",

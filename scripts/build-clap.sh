@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 SWIFT=${SWIFT:-swift}
 scratch=.build/plugin-build
 # Makes the plugin libraries products of the package (see Package.swift).
-export SPINET_PLUGIN_BUILD=1
+export SPINET_BUILD_PLUGINS=1
 out=.build/plugins
 
 "$SWIFT" build -c release -Xswiftc -static-stdlib --scratch-path "$scratch" --product spinet_clap >&2
@@ -43,6 +43,12 @@ fi
 exported=$(nm -D --defined-only "$out/spinet.clap" | awk '$2 ~ /^[TDBRVWi]$/ {print $3}' | sed 's/@.*//' | sort -u | tr '\n' ' ')
 if [[ "$exported" != "GOMP_parallel clap_entry " ]]; then
   echo "build-clap: unexpected exported symbols: $exported" >&2
+  exit 1
+fi
+
+# Bound at load (no lazy binding on the audio thread) and never unmapped by dlclose.
+if ! readelf -d "$out/spinet.clap" | grep -q 'FLAGS_1.*NOW.*NODELETE'; then
+  echo "build-clap: the plugin is not linked with -z now -z nodelete" >&2
   exit 1
 fi
 

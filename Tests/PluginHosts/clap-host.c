@@ -19,6 +19,7 @@
 //     --print-params       print the parameters (clap.params) and texts
 //     --plugin-id ID       the plugin to create (the factory's first)
 //     --realtime           pace the blocks in real time (as an audio device would)
+//     --dlclose            unload the plugin at the end (as a host does after a scan), then wait 0.3 s
 //
 // Event file, one event per line (# starts a comment), FRAME counted from the start:
 //     FRAME midi B1 [B2 [B3]]        a MIDI 1.0 message (CLAP_EVENT_MIDI), bytes decimal or 0x..
@@ -402,7 +403,7 @@ int main(int argc, char **argv) {
     const char *events_path[2] = { NULL, NULL }, *out_path[2] = { NULL, NULL };
     const char *load_state = NULL, *save_state = NULL, *plugin_id = NULL;
     int instances = 1;
-    bool print_params = false, realtime = false;
+    bool print_params = false, realtime = false, unload = false;
     uint64_t cycles[64];
     int cycle_count = 0;
     struct { clap_id id; double value; } param_sets[64];
@@ -428,6 +429,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--probe") == 0) probe = true;
         else if (strcmp(a, "--print-params") == 0) print_params = true;
         else if (strcmp(a, "--realtime") == 0) realtime = true;
+        else if (strcmp(a, "--dlclose") == 0) unload = true;
         else if (strcmp(a, "--plugin-id") == 0) { TAKE(); plugin_id = v; }
         else if (strcmp(a, "--param") == 0) {
             TAKE();
@@ -609,6 +611,12 @@ int main(int argc, char **argv) {
     }
     entry->deinit();
     fflush(stdout);
-    // No dlclose: a library with the Swift runtime in it is not meant to be unloaded.
+    if (unload) {
+        // The plugin is linked -z nodelete: this must not unmap it (threads
+        // that libfluidsynth's libgomp started live on).
+        if (dlclose(library) != 0) die("dlclose failed");
+        usleep(300000);
+        printf("unloaded\n");
+    }
     return 0;
 }

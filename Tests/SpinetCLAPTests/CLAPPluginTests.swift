@@ -494,6 +494,17 @@ struct SpinetCLAPTests {
         }
     }
 
+    /// A host may unload the plugin (dlclose after a scan, or after its last
+    /// instance) once a font was loaded: the process lives on.
+    @Test func theHostMayUnloadThePlugin() throws {
+        let other = "/usr/share/sounds/sf2/TimGM6mb.sf2"
+        try #require(FileManager.default.fileExists(atPath: other))
+        let r = try CLAPHost.run(["--frames", "9600", "--preset-load", "--dlclose"],
+                                 events: "0 midi 0x90 60 100\n100 font \(other)\n")
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.value("unloaded") == nil && r.stdout.contains("\nunloaded\n"))
+    }
+
     /// A host that offers no extension at all (no log, no preset-load):
     /// the plugin runs, and logs to stderr.
     @Test func aHostWithNoExtensionsWorks() throws {
