@@ -30,6 +30,7 @@
 //     FRAME font PATH                preset-load from_location(FILE, PATH) before the block
 //                                    holding FRAME; the host waits for the plugin's callback
 //     FRAME font-nowait PATH         the same, processing on while the font loads
+//     FRAME reset                    plugin->reset() before the block holding FRAME
 //
 // Reports on stdout, one "key value" per line: latency, process-calls,
 // process-allocations/frees/locks (with --probe), max-process-allocations,
@@ -75,7 +76,7 @@ typedef union host_event {
 
 typedef struct event_line {
     uint64_t frame;
-    int kind;   // 0: a CLAP event, 1: font (wait), 2: font-nowait
+    int kind;   // 0: a CLAP event, 1: font (wait), 2: font-nowait, 3: reset
     host_event event;
     uint8_t *sysex;
     char *path;
@@ -156,6 +157,8 @@ static event_list read_events(const char *path) {
             e->event.param.channel = -1;
             e->event.param.key = -1;
             e->event.param.value = atof(tok[3]);
+        } else if (strcmp(tok[1], "reset") == 0) {
+            e->kind = 3;
         } else if (strcmp(tok[1], "font") == 0 || strcmp(tok[1], "font-nowait") == 0) {
             if (n != 3) usage("font takes a path (no spaces)");
             e->kind = strcmp(tok[1], "font") == 0 ? 1 : 2;
@@ -321,6 +324,10 @@ static void process_block(instance *in, uint64_t position, uint32_t frames) {
     b->count = 0;
     while (in->next_event < in->events.count && in->events.lines[in->next_event].frame < position + frames) {
         event_line *e = &in->events.lines[in->next_event++];
+        if (e->kind == 3) {
+            in->plugin->reset(in->plugin);
+            continue;
+        }
         if (e->kind != 0) {
             if (in->preset_load == NULL) die("the plugin has no preset-load extension");
             int before = atomic_load(&callback_requests);

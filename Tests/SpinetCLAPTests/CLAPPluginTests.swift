@@ -494,6 +494,19 @@ struct SpinetCLAPTests {
         }
     }
 
+    /// reset() silences what sounds at the next process call, and the
+    /// channel keeps its program (the next note lands exactly, on the synth).
+    @Test func resetSilencesAndKeepsThePrograms() throws {
+        let events = CLAPHost.synth(program: 9) + "1000 midi 0x90 60 100\n12000 reset\n20000 midi 0x90 64 100\n"
+        let r = try CLAPHost.run(["--frames", "30000", "--block", "500"] + CLAPHost.dry, events: events)
+        #expect(r.status == 0, "\(r.stderr)")
+        let latency = try #require(r.number("latency"))
+        #expect(peak(r.left, 6_000..<12_000) > 0.05)
+        // The saw's 30 ms release (1440 frames) after the block at 12000, then silence.
+        #expect(peak(r.left, 14_000..<(20_000 + latency)) == 0)
+        #expect(firstNonZero(r.left, from: 14_000) == 20_000 + latency)
+    }
+
     /// A host may unload the plugin (dlclose after a scan, or after its last
     /// instance) once a font was loaded: the process lives on.
     @Test func theHostMayUnloadThePlugin() throws {
