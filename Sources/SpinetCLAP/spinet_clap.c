@@ -93,6 +93,7 @@ typedef struct spinet_clap {
     int16_t program[16];             // -1: none seen
     uint8_t bend[16][2];
     bool bend_set[16];
+    double tempo;                    // the last tempo given to the core (0: none yet); audio thread
     bool replay_pending;             // set by activate (main thread, not processing), read by process
     atomic_bool forget_requested;    // a state was loaded: its settings replace what MIDI set
     atomic_bool reset_requested;
@@ -496,6 +497,7 @@ static bool plugin_activate(const clap_plugin_t *plugin, double rate, uint32_t m
     }
     memset(s->held, 0, sizeof s->held);
     atomic_store(&s->reset_requested, false);
+    s->tempo = 0;   // given again at the first process call (the core may be new)
     s->replay_pending = true;
     s->active = true;
     return true;
@@ -638,6 +640,12 @@ static void render_segment(spinet_clap *s, float *left, float *right, uint32_t f
     s->event_count -= n;
 }
 
+static void set_tempo(spinet_clap *s, double bpm) {
+    if (bpm == s->tempo) return;
+    s->tempo = bpm;
+    spinet_plugin_set_tempo(s->core, bpm);
+}
+
 static clap_process_status plugin_process(const clap_plugin_t *plugin, const clap_process_t *process) {
     spinet_clap *s = instance_of(plugin);
     uint32_t frames = process->frames_count;
@@ -665,6 +673,9 @@ static clap_process_status plugin_process(const clap_plugin_t *plugin, const cla
     }
     s->replay_pending = false;
     if (atomic_exchange(&s->forget_requested, false)) forget_channel_state(s);
+    // The host's tempo (the delay's note values follow it).
+    if (process->transport != NULL && (process->transport->flags & CLAP_TRANSPORT_HAS_TEMPO))
+        set_tempo(s, process->transport->tempo);
 
     const clap_input_events_t *in = process->in_events;
     uint32_t count = in != NULL ? in->size(in) : 0;
@@ -720,6 +731,11 @@ static clap_process_status plugin_process(const clap_plugin_t *plugin, const cla
             if ((e->port_index != 0 && e->port_index != UINT16_MAX) || e->buffer == NULL || e->size == 0) break;
             push_event(s, t, e->buffer, e->size, false);  // the host's buffer lives through this call
             if (is_system_reset(e->buffer, e->size)) forget_channel_state(s);
+            break;
+        }
+        case CLAP_EVENT_TRANSPORT: {
+            const clap_event_transport_t *e = (const clap_event_transport_t *)h;
+            if (e->flags & CLAP_TRANSPORT_HAS_TEMPO) set_tempo(s, e->tempo);   // from the next process call
             break;
         }
         case CLAP_EVENT_PARAM_VALUE: {

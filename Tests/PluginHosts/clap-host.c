@@ -19,6 +19,7 @@
 //     --print-params       print the parameters (clap.params) and texts
 //     --plugin-id ID       the plugin to create (the factory's first)
 //     --realtime           pace the blocks in real time (as an audio device would)
+//     --tempo BPM          give a transport with this tempo to every process call
 //     --dlclose            unload the plugin at the end (as a host does after a scan), then wait 0.3 s
 //
 // Event file, one event per line (# starts a comment), FRAME counted from the start:
@@ -303,6 +304,7 @@ typedef struct instance {
 static size_t chunk;
 static bool probe;
 static char nowait_path[4096];   // the last font-nowait request, waited for at the end
+static double tempo;             // --tempo: 0 for no transport
 
 // Waits (as a main thread would, without processing) for the plugin to
 // report the load of `path`: with --preset-load, until its result for that
@@ -347,10 +349,18 @@ static void process_block(instance *in, uint64_t position, uint32_t frames) {
     clap_output_events_t events_out = { NULL, out_try_push };
     float *channels[2] = { in->left, in->right };
     clap_audio_buffer_t output = { .data32 = channels, .data64 = NULL, .channel_count = 2, .latency = 0, .constant_mask = 0 };
+    clap_event_transport_t transport;
+    memset(&transport, 0, sizeof transport);
+    transport.header.size = sizeof transport;
+    transport.header.type = CLAP_EVENT_TRANSPORT;
+    transport.flags = CLAP_TRANSPORT_HAS_TEMPO | CLAP_TRANSPORT_IS_PLAYING;
+    transport.tempo = tempo;
+    transport.tsig_num = 4;
+    transport.tsig_denom = 4;
     clap_process_t process = {
         .steady_time = (int64_t)position,
         .frames_count = frames,
-        .transport = NULL,
+        .transport = tempo > 0 ? &transport : NULL,
         .audio_inputs = NULL,
         .audio_outputs = &output,
         .audio_inputs_count = 0,
@@ -437,6 +447,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--print-params") == 0) print_params = true;
         else if (strcmp(a, "--realtime") == 0) realtime = true;
         else if (strcmp(a, "--dlclose") == 0) unload = true;
+        else if (strcmp(a, "--tempo") == 0) { TAKE(); tempo = atof(v); }
         else if (strcmp(a, "--plugin-id") == 0) { TAKE(); plugin_id = v; }
         else if (strcmp(a, "--param") == 0) {
             TAKE();
