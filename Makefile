@@ -17,6 +17,7 @@ FUZZ_SECONDS ?= 60
 RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
 
 .PHONY: deps demo build release check test fuzz sanitize bench clean install uninstall dist dist-if-stale deb
+.PHONY: plugins install-plugins plugin-tests plugins-clap plugin-tests-clap install-plugins-clap uninstall-plugins-clap
 
 deps:
 	@scripts/install-deps.sh
@@ -63,6 +64,43 @@ fuzz: deps
 
 sanitize: deps
 	SWIFT=$(SWIFT) scripts/sanitizers.sh all
+
+# ---------------------------------------------------------------------------
+# Plugins (issue 17): `make plugins` builds the LV2 bundle (plugins-lv2) and
+# the CLAP plugin (plugins-clap) into .build/plugins/.
+plugins: plugins-lv2 plugins-clap
+install-plugins: install-plugins-lv2 install-plugins-clap
+plugin-tests: plugin-tests-clap
+check: plugin-tests-clap
+
+# .build/plugins/spinet.clap (+ SoundFonts/ beside it) and the test host clap-host.
+plugins-clap: deps
+	SWIFT=$(SWIFT) scripts/build-clap.sh
+
+# Tests/SpinetCLAPTests against the built plugin, through Tests/PluginHosts/clap-host.c
+# (the suite is disabled unless SPINET_PLUGIN_DIR is set; this sets it). Part
+# of `make check`, so of `make test`.
+# TimGM6mb is the second font of the font-change test.
+plugin-tests-clap: plugins-clap release
+	@scripts/install-deps.sh timgm6mb-soundfont
+	SPINET_PLUGIN_DIR=$(CURDIR)/.build/plugins SPINET_BIN=$(SPINET_RELEASE_BIN) $(SWIFT) test --filter SpinetCLAPTests
+
+# Installs spinet.clap and its default SoundFont as <dir>/Spinet/spinet.clap and
+# <dir>/Spinet/SoundFonts/sf_GMbank.sf2 (CLAP hosts search their folders
+# recursively): <dir> is $(DESTDIR)$(PREFIX)/lib/clap when PREFIX is given
+# (command line or environment), else ~/.clap.
+CLAPDIR = $(if $(filter file,$(origin PREFIX)),$(HOME)/.clap,$(DESTDIR)$(PREFIX)/lib/clap)
+install-plugins-clap:
+	@test -f .build/plugins/spinet.clap || { echo "spinet: run make plugins-clap first"; exit 1; }
+	install -d $(CLAPDIR)/Spinet/SoundFonts
+	install -m 755 .build/plugins/spinet.clap $(CLAPDIR)/Spinet/spinet.clap
+	$(STRIP) --strip-unneeded $(CLAPDIR)/Spinet/spinet.clap
+	install -m 644 .build/plugins/SoundFonts/sf_GMbank.sf2 $(CLAPDIR)/Spinet/SoundFonts/sf_GMbank.sf2
+	@echo "Installed $(CLAPDIR)/Spinet/spinet.clap"
+
+uninstall-plugins-clap:
+	rm -f $(CLAPDIR)/Spinet/spinet.clap $(CLAPDIR)/Spinet/SoundFonts/sf_GMbank.sf2
+	rmdir $(CLAPDIR)/Spinet/SoundFonts $(CLAPDIR)/Spinet 2>/dev/null || true
 
 bench: release
 	@scripts/install-deps.sh fluidsynth openttd-openmsx

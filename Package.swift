@@ -4,13 +4,25 @@ import PackageDescription
 // Thread ownership is visible in the module split: SpinetEngine is the
 // real-time core (no C, nothing that allocates in render); the C libraries
 // stay behind shim modules (CALSA, CFluidSynth, CSndFile).
+// The plugin libraries are products only for the plugin build
+// (scripts/build-clap.sh sets SPINET_BUILD_PLUGINS, in its own scratch path):
+// `swift build` builds every product, and a dynamic library that links
+// Foundation cannot be linked by the main release build's
+// --static-swift-stdlib (the objects then ask for the static-only
+// lib_FoundationCShims and lib_FoundationCollections). The targets are
+// compiled by every build all the same.
+let pluginProducts: [Product] = Context.environment["SPINET_BUILD_PLUGINS"] == nil ? [] : [
+    // .build/plugins/spinet.clap
+    .library(name: "spinet_clap", type: .dynamic, targets: ["SpinetCLAP"]),
+]
+
 let package = Package(
     name: "Spinet",
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "spinet", targets: ["spinet"]),
         .executable(name: "spinet-rtcheck", targets: ["spinet-rtcheck"]),
-    ],
+    ] + pluginProducts,
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
@@ -62,6 +74,21 @@ let package = Package(
             "CSpinetPlugin", "SpinetRig", "SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth",
             "SpinetFile", "SpinetSettings", "SpinetSupport", "CFluidSynthRealtime",
         ]),
+        // The CLAP headers (free-audio/clap 1.2.10, MIT, header-only; see Sources/CCLAP/VERSION.md).
+        .target(name: "CCLAP", exclude: ["LICENSE", "VERSION.md"]),
+        // The CLAP plugin: C glue (clap_entry must be a data symbol) over the
+        // plugin core. Its version script exports clap_entry and GOMP_parallel only.
+        .target(name: "SpinetCLAP", dependencies: ["CCLAP", "CSpinetPlugin", "SpinetPlugin"],
+                exclude: ["spinet_clap.map"],
+                linkerSettings: [
+                    .linkedLibrary("pthread"),
+                    // -z now: no lazy binding on the audio thread's first calls.
+                    // -z nodelete: a host's dlclose (after a scan) must not unmap
+                    // the plugin: libgomp keeps a pool thread that libfluidsynth's
+                    // font loading started, and it would run in unmapped code.
+                    .unsafeFlags(["-Xlinker", "-z", "-Xlinker", "now", "-Xlinker", "-z", "-Xlinker", "nodelete",
+                                  "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/SpinetCLAP/spinet_clap.map"]),
+                ]),
         .executableTarget(name: "spinet", dependencies: [
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetALSA", "SpinetSupport",
             "SpinetHost", "SpinetRig", "SpinetSettings", "SpinetJACK", "SpinetPlugin", "CSpinetPlugin",
@@ -95,6 +122,8 @@ let package = Package(
         ]),
         .testTarget(name: "SpinetJACKTests", dependencies: ["SpinetJACK", "CJACK", "SpinetEngine", "SpinetSynth", "SpinetSoundFont", "SpinetMIDI", "SpinetHost", "SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
         .testTarget(name: "SpinetPluginTests", dependencies: ["SpinetPlugin", "CSpinetPlugin", "SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
+        // The CLAP plugin under Tests/PluginHosts/clap-host.c (SPINET_PLUGIN_DIR: make plugin-tests-clap).
+        .testTarget(name: "SpinetCLAPTests", dependencies: ["SpinetTestSupport", "SpinetTestTraits"]),
         .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport", "CEBUR128", "SpinetTestTraits"]),
     ]
 )
