@@ -41,35 +41,85 @@ struct SendSlot<Effect: SendEffect> {
         self.tailFrames = tailFrames
     }
 
-    /// The return level (linear) the last block ended at, and the one asked for.
+    /// The return level (linear) reached, the one asked for, and the ramp
+    /// toward it: `levelRampFrames` frames whatever the calls' sizes, so the
+    /// output does not depend on how a host splits its blocks.
     var level: Float = 1
     var levelTarget: Float = 1
+    var levelStep: Float = 0
+    var levelRampLeft = 0
+    static var levelRampFrames: Int { 256 }
 
+    /// Asks for a new return level (render thread); without `ramp`, at once.
+    mutating func setLevel(_ target: Float, ramp: Bool = true) {
+        guard ramp else {
+            level = target; levelTarget = target; levelRampLeft = 0
+            return
+        }
+        guard target != levelTarget else { return }
+        levelTarget = target
+        levelRampLeft = Self.levelRampFrames
+        levelStep = (target - level) / Float(Self.levelRampFrames)
+    }
+
+    /// Processes `frames` frames: the effect runs on exactly the frames
+    /// within `tailFrames` of the last non-silent input frame (decided frame
+    /// by frame, so a host's block split changes nothing, the effect's
+    /// LFOs included), its return added to the outputs at the level.
     @inline(__always)
     mutating func process(_ inputLeft: UnsafeMutablePointer<Float>, _ inputRight: UnsafeMutablePointer<Float>,
                           _ outputLeft: UnsafeMutablePointer<Float>, _ outputRight: UnsafeMutablePointer<Float>, frames: Int,
                           scratch: UnsafeMutablePointer<Float>) {
-        guard SendEffects.stillRinging(&idle, inputLeft, inputRight, frames, tail: tailFrames) else {
-            level = levelTarget
-            return
+        // full return and steady: straight into the outputs
+        let direct = level == 1 && levelRampLeft == 0
+        if !direct { scratch.update(repeating: 0, count: 2 * frames) }
+        var ran = false
+        var runStart = -1
+        var i = 0
+        while i <= frames {
+            var active = false
+            if i < frames {
+                if inputLeft[i] != 0 || inputRight[i] != 0 { idle = 0 } else if idle < Int.max { idle += 1 }
+                active = idle <= tailFrames
+            }
+            if active {
+                if runStart < 0 { runStart = i }
+            } else if runStart >= 0 {
+                let n = i - runStart
+                if direct {
+                    effect.process(inputLeft: inputLeft + runStart, inputRight: inputRight + runStart,
+                                   outputLeft: outputLeft + runStart, outputRight: outputRight + runStart, frames: n)
+                } else {
+                    effect.process(inputLeft: inputLeft + runStart, inputRight: inputRight + runStart,
+                                   outputLeft: scratch + runStart, outputRight: scratch + frames + runStart, frames: n)
+                }
+                ran = true
+                runStart = -1
+            }
+            i += 1
         }
-        if level == 1 && levelTarget == 1 {
-            // full return: straight into the outputs, the bytes of a render without levels
-            effect.process(inputLeft: inputLeft, inputRight: inputRight, outputLeft: outputLeft, outputRight: outputRight, frames: frames)
-            return
-        }
-        // Another level: the return goes to `scratch` (2 x frames) and is
-        // added at the level, moving linearly to a new one over the block.
-        scratch.update(repeating: 0, count: 2 * frames)
-        effect.process(inputLeft: inputLeft, inputRight: inputRight, outputLeft: scratch, outputRight: scratch + frames, frames: frames)
-        let step = frames > 0 ? (levelTarget - level) / Float(frames) : 0
+        if direct { return }
+        // the level ramps over every frame, processed or not
         var g = level
-        for i in 0..<frames {
-            g += step
-            outputLeft[i] += scratch[i] * g
-            outputRight[i] += scratch[frames + i] * g
+        let ramping = min(levelRampLeft, frames)
+        if ran {
+            for k in 0..<ramping {
+                g += levelStep
+                outputLeft[k] += scratch[k] * g
+                outputRight[k] += scratch[frames + k] * g
+            }
+        } else {
+            g += levelStep * Float(ramping)
         }
-        level = levelTarget
+        levelRampLeft -= ramping
+        if levelRampLeft == 0 { g = levelTarget }
+        if ran && g != 0 {
+            for k in ramping..<frames {
+                outputLeft[k] += scratch[k] * g
+                outputRight[k] += scratch[frames + k] * g
+            }
+        }
+        level = g
     }
 }
 
@@ -151,8 +201,11 @@ public final class SendEffects {
     /// Frames each effect runs once before use (see `warmUp`).
     static let warmUpFrames = 4096
 
+    /// How long after its input falls silent an effect keeps running: its
+    /// tail plus a margin (1024 frames, not the block size: the frames an
+    /// effect runs on must not depend on how the blocks are cut).
     static func tailFrames(_ effect: some SendEffect, _ sampleRate: Double, _ maxFrames: Int) -> Int {
-        Int(effect.tailSeconds * sampleRate) + maxFrames
+        Int(effect.tailSeconds * sampleRate) + 1024
     }
 
     /// Runs each effect once on an impulse, then clears it: the first run of
@@ -229,12 +282,13 @@ public final class SendEffects {
     }
 
     /// Sets the return levels (linear, 0 ... 1) of the reverb, chorus and
-    /// delay; each moves there over the next block it runs. A plugin's
-    /// automatable return levels. Render thread, or while none renders.
-    public func setReturnLevels(reverb r: Float, chorus c: Float, delay d: Float) {
-        if reverb != nil { reverb!.levelTarget = min(max(r, 0), 1) }
-        if chorus != nil { chorus!.levelTarget = min(max(c, 0), 1) }
-        if delay != nil { delay!.levelTarget = min(max(d, 0), 1) }
+    /// delay; each moves there over the next 256 frames (`ramp` false: at
+    /// once). A plugin's automatable return levels. Render thread, or while
+    /// none renders.
+    public func setReturnLevels(reverb r: Float, chorus c: Float, delay d: Float, ramp: Bool = true) {
+        if reverb != nil { reverb!.setLevel(min(max(r, 0), 1), ramp: ramp) }
+        if chorus != nil { chorus!.setLevel(min(max(c, 0), 1), ramp: ramp) }
+        if delay != nil { delay!.setLevel(min(max(d, 0), 1), ramp: ramp) }
     }
 
     /// Stems: which effects `input` (the sum of every stem's sends) keeps

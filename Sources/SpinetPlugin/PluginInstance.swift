@@ -171,6 +171,8 @@ public final class PluginInstance: @unchecked Sendable {
         collect()
         if active {
             graph.engine.prepare(sampleRate: sampleRate, maxFrames: maxFrames)
+            graph.engine.sendEffects?.setReturnLevels(reverb: Float(parameter(.reverb)), chorus: Float(parameter(.chorus)),
+                                                      delay: Float(parameter(.delay)), ramp: false)
             let old = pending.exchange(UInt(bitPattern: Unmanaged.passRetained(graph).toOpaque()), ordering: .acquiringAndReleasing)
             if old != 0 { Unmanaged<EngineGraph>.fromOpaque(UnsafeRawPointer(bitPattern: old)!).release() }
         } else {
@@ -201,6 +203,9 @@ public final class PluginInstance: @unchecked Sendable {
             current?.release()
             current = .passRetained(graph)
             graph.engine.prepare(sampleRate: sampleRate, maxFrames: frames)
+            // the return levels start where the parameters are, not ramping from full
+            graph.engine.sendEffects?.setReturnLevels(reverb: Float(parameter(.reverb)), chorus: Float(parameter(.chorus)),
+                                                      delay: Float(parameter(.delay)), ramp: false)
             warmEventPath(font: settings.soundFont, settings: graph.settings)
             maxFrames = frames
             applied.update(repeating: .nan, count: PluginParameter.allCases.count)
@@ -277,9 +282,9 @@ public final class PluginInstance: @unchecked Sendable {
         let restored = try PluginSettings(json: json, soundFontOverride: soundFontOverride)
         try control.withLock { _ throws(PluginSettings.Problem) in
             let graph = try build(restored)
+            storeParameters(restored.parameters)
             install(graph)
             settings = restored
-            storeParameters(restored.parameters)
         }
     }
 

@@ -124,6 +124,37 @@ struct PluginInstanceTests {
         }
     }
 
+    /// A bounce must sound as playback: the same input in blocks of any
+    /// size gives the same bytes on SoundFont channels (events on the
+    /// 64-frame grid: see `soundFontChannelsLandOnTheGrid` for the rest), sends, effects
+    /// (which start and stop running on the same frames) and a return level
+    /// moving. (Spinet's synth is not held to this: its 16-frame control
+    /// blocks start again at each call, which moves its modulation ramps,
+    /// not its onsets, by -49 to -72 dB.)
+    @Test func soundFontAndEffectsDoNotDependOnTheBlockSize() throws {
+        let events: [(frame: Int, bytes: [UInt8])] = [
+            (0, [0xB0, 91, 100]), (0, [0xB0, 93, 100]), (0, [0xB0, 94, 100]), (128, [0x90, 60, 110]),
+            (9024, [0xB0, 91, 20]), (30016, [0x80, 60, 0]), (90048, [0x90, 64, 100]), (99008, [0x80, 64, 0]),
+        ]
+        var outputs: [[Float]] = []
+        for block in [37, 64, 500, 4096] {
+            let d = try PluginDriver(rate: 48000)
+            spinet_plugin_set_param(d.plugin, UInt32(SPINET_PARAM_CHORUS.rawValue), 0.5)
+            #expect(spinet_plugin_activate(d.plugin, UInt32(block)) == 0)
+            var out = d.render(frames: 20000, block: block, events: events)
+            spinet_plugin_set_param(d.plugin, UInt32(SPINET_PARAM_REVERB.rawValue), 0.3)   // at frame 20000, whatever the block
+            let rest = d.render(frames: 130000, block: block, events: events.map { ($0.frame - 20000, $0.bytes) }.filter { $0.0 >= 0 })
+            out.left += rest.left
+            outputs.append(out.left)
+        }
+        #expect(outputs[0].map { abs($0) }.max()! > 0.01)
+        for k in 1..<outputs.count {
+            let first = zip(outputs[k], outputs[0]).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+            let most = zip(outputs[k], outputs[0]).map { abs($0 - $1) }.max()!
+            #expect(first == nil, "block size \([37, 64, 500, 4096][k]) differs from 37 from frame \(first ?? -1), by up to \(most)")
+        }
+    }
+
     @Test func stateRoundTripRendersTheSameBytes() throws {
         let a = try PluginDriver(rate: 48000)
         spinet_plugin_set_param(a.plugin, UInt32(SPINET_PARAM_GAIN.rawValue), -6)
