@@ -10,6 +10,8 @@ let package = Package(
     products: [
         .executable(name: "spinet", targets: ["spinet"]),
         .executable(name: "spinet-rtcheck", targets: ["spinet-rtcheck"]),
+        // The LV2 plugin's shared library (scripts/build-lv2.sh makes the bundle).
+        .library(name: "spinet_lv2", type: .dynamic, targets: ["SpinetLV2"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -62,6 +64,13 @@ let package = Package(
             "CSpinetPlugin", "SpinetRig", "SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth",
             "SpinetFile", "SpinetSettings", "SpinetSupport", "CFluidSynthRealtime",
         ]),
+        // The LV2 glue in C over the core's C API; only lv2_descriptor and
+        // GOMP_parallel are exported (spinet_lv2.map). The TTL is in bundle/.
+        .target(name: "SpinetLV2", dependencies: ["CSpinetPlugin", "SpinetPlugin"],
+                exclude: ["bundle", "spinet_lv2.map"],
+                linkerSettings: [
+                    .unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/SpinetLV2/spinet_lv2.map"]),
+                ]),
         .executableTarget(name: "spinet", dependencies: [
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetALSA", "SpinetSupport",
             "SpinetHost", "SpinetRig", "SpinetSettings", "SpinetJACK",
@@ -94,6 +103,9 @@ let package = Package(
             "SpinetALSA", "CRealtimeProbe", "SpinetTestTraits",
         ]),
         .testTarget(name: "SpinetJACKTests", dependencies: ["SpinetJACK", "CJACK", "SpinetEngine", "SpinetSynth", "SpinetMIDI", "SpinetHost", "SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
+        // Runs the headless LV2 host (Tests/PluginHosts/lv2-host.c) on the
+        // built bundle; enabled by SPINET_PLUGIN_DIR (make plugin-tests).
+        .testTarget(name: "SpinetLV2Tests", dependencies: ["SpinetTestSupport", "SpinetTestTraits"]),
         .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport", "CEBUR128", "SpinetTestTraits"]),
     ]
 )
