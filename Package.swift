@@ -103,6 +103,7 @@ let package = Package(
             "SpinetALSA", "CRealtimeProbe", "SpinetTestTraits",
         ]),
         .testTarget(name: "SpinetJACKTests", dependencies: ["SpinetJACK", "CJACK", "SpinetEngine", "SpinetSynth", "SpinetMIDI", "SpinetHost", "SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
+        .testTarget(name: "SpinetPluginTests", dependencies: ["SpinetPlugin", "CSpinetPlugin", "SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
         // Runs the headless LV2 host (Tests/PluginHosts/lv2-host.c) on the
         // built bundle; enabled by SPINET_PLUGIN_DIR (make plugin-tests).
         .testTarget(name: "SpinetLV2Tests", dependencies: ["SpinetTestSupport", "SpinetTestTraits"]),

@@ -22,7 +22,7 @@ import Glibc
 public struct Limiter {
     public private(set) var ceiling: Float
     /// Where the knee starts (linear): frames quieter than this pass untouched.
-    public let knee: Float
+    public private(set) var knee: Float
     private let kneeWidthDB: Double
     public let lookahead: Int
     private let window: Int
@@ -58,7 +58,7 @@ public struct Limiter {
         ceiling = Float(pow(10, ceilingDBFS / 20))
         kneeWidthDB = max(0, kneeDB)
         knee = Float(pow(10, (ceilingDBFS - kneeWidthDB) / 20))
-        lookahead = max(1, Int((sampleRate * lookaheadSeconds).rounded()))
+        lookahead = Self.lookaheadFrames(sampleRate: sampleRate, lookaheadSeconds: lookaheadSeconds)
         window = lookahead + 1
         releaseCoefficient = exp(-1 / (max(releaseSeconds, 0.001) * sampleRate))
         delayL = .allocate(capacity: lookahead); delayL.initialize(repeating: 0, count: lookahead)
@@ -67,6 +67,20 @@ public struct Limiter {
         dequeIndex = .allocate(capacity: window); dequeIndex.initialize(repeating: 0, count: window)
         boxRing = .allocate(capacity: window); boxRing.initialize(repeating: 1, count: window)
         boxSum = Double(window)
+    }
+
+    /// The look-ahead (in frames) a limiter at `sampleRate` has: the delay it adds.
+    public static func lookaheadFrames(sampleRate: Double, lookaheadSeconds: Double = 0.0015) -> Int {
+        max(1, Int((sampleRate * lookaheadSeconds).rounded()))
+    }
+
+    /// Moves the ceiling (and the knee below it) to `ceilingDBFS`. Frames
+    /// already in the look-ahead keep the gain computed for them, and are
+    /// clipped to the new ceiling: a lowered ceiling holds at once. Render
+    /// thread.
+    public mutating func setCeiling(dBFS ceilingDBFS: Double) {
+        ceiling = Float(pow(10, ceilingDBFS / 20))
+        knee = Float(pow(10, (ceilingDBFS - kneeWidthDB) / 20))
     }
 
     /// Frees the buffers. Call once, off the render thread.

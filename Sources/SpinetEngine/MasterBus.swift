@@ -17,7 +17,8 @@ import SpinetMIDI
 /// and `isFadedOut` from any thread; the rest on the render thread (or
 /// before rendering starts).
 public final class MasterBus: @unchecked Sendable {
-    public let ceilingDBFS: Double
+    /// The limiter's ceiling: as configured, or as `setCeiling` last moved it.
+    public private(set) var ceilingDBFS: Double
     public let equalizerParameters: Equalizer.Parameters?
     public private(set) var sampleRate: Double = 0
     public private(set) var maxFrames: Int = 0
@@ -93,6 +94,13 @@ public final class MasterBus: @unchecked Sendable {
     /// starts); the ramp moves to it from the next block on.
     public func setGain(dB: Double) {
         masterGain = Float(pow(10, dB / 20))
+    }
+
+    /// Moves the limiter's ceiling (render thread, or before rendering
+    /// starts; a plugin's automatable ceiling).
+    public func setCeiling(dBFS: Double) {
+        ceilingDBFS = dBFS
+        limiter?.setCeiling(dBFS: dBFS)
     }
 
     /// Asks the render thread to fade the output to silence over `frames`

@@ -41,12 +41,35 @@ struct SendSlot<Effect: SendEffect> {
         self.tailFrames = tailFrames
     }
 
+    /// The return level (linear) the last block ended at, and the one asked for.
+    var level: Float = 1
+    var levelTarget: Float = 1
+
     @inline(__always)
     mutating func process(_ inputLeft: UnsafeMutablePointer<Float>, _ inputRight: UnsafeMutablePointer<Float>,
-                          _ outputLeft: UnsafeMutablePointer<Float>, _ outputRight: UnsafeMutablePointer<Float>, frames: Int) {
-        if SendEffects.stillRinging(&idle, inputLeft, inputRight, frames, tail: tailFrames) {
-            effect.process(inputLeft: inputLeft, inputRight: inputRight, outputLeft: outputLeft, outputRight: outputRight, frames: frames)
+                          _ outputLeft: UnsafeMutablePointer<Float>, _ outputRight: UnsafeMutablePointer<Float>, frames: Int,
+                          scratch: UnsafeMutablePointer<Float>) {
+        guard SendEffects.stillRinging(&idle, inputLeft, inputRight, frames, tail: tailFrames) else {
+            level = levelTarget
+            return
         }
+        if level == 1 && levelTarget == 1 {
+            // full return: straight into the outputs, the bytes of a render without levels
+            effect.process(inputLeft: inputLeft, inputRight: inputRight, outputLeft: outputLeft, outputRight: outputRight, frames: frames)
+            return
+        }
+        // Another level: the return goes to `scratch` (2 x frames) and is
+        // added at the level, moving linearly to a new one over the block.
+        scratch.update(repeating: 0, count: 2 * frames)
+        effect.process(inputLeft: inputLeft, inputRight: inputRight, outputLeft: scratch, outputRight: scratch + frames, frames: frames)
+        let step = frames > 0 ? (levelTarget - level) / Float(frames) : 0
+        var g = level
+        for i in 0..<frames {
+            g += step
+            outputLeft[i] += scratch[i] * g
+            outputRight[i] += scratch[frames + i] * g
+        }
+        level = levelTarget
     }
 }
 
@@ -71,6 +94,8 @@ public final class SendEffects {
     private var chorus: SendSlot<Chorus>?
     private var delay: SendSlot<Delay>?
     private let busBuffer: FixedBuffer<Float>
+    /// One effect's return before its level is applied (2 x maxFrames).
+    private let returnScratch: FixedBuffer<Float>
     /// The summed sends this object's owner feeds (`maxFrames` each).
     public let bus: SendBus
     /// The reverbs and choruses the GS and GM2 type numbers select (nil: that number selects none).
@@ -92,6 +117,7 @@ public final class SendEffects {
         configuredReverb = reverb?.parameters
         configuredChorus = chorus?.parameters
         busBuffer = FixedBuffer(repeating: 0, count: 6 * maxFrames)
+        returnScratch = FixedBuffer(repeating: 0, count: 2 * maxFrames)
         bus = SendBus(planar: busBuffer.pointer, stride: maxFrames)
         gsReverbs = (0..<128).map { ReverbPreset(gsType: $0)?.parameters }
         gm2Reverbs = (0..<128).map { ReverbPreset(gm2Type: $0)?.parameters }
@@ -180,9 +206,19 @@ public final class SendEffects {
     /// silent for longer than its tail is skipped. `frames` ≤ `maxFrames`.
     public func process(_ input: SendBus, outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
                         frames: Int) {
-        if reverb != nil { reverb!.process(input.reverbLeft, input.reverbRight, outputLeft, outputRight, frames: frames) }
-        if chorus != nil { chorus!.process(input.chorusLeft, input.chorusRight, outputLeft, outputRight, frames: frames) }
-        if delay != nil { delay!.process(input.delayLeft, input.delayRight, outputLeft, outputRight, frames: frames) }
+        let scratch = returnScratch.pointer
+        if reverb != nil { reverb!.process(input.reverbLeft, input.reverbRight, outputLeft, outputRight, frames: frames, scratch: scratch) }
+        if chorus != nil { chorus!.process(input.chorusLeft, input.chorusRight, outputLeft, outputRight, frames: frames, scratch: scratch) }
+        if delay != nil { delay!.process(input.delayLeft, input.delayRight, outputLeft, outputRight, frames: frames, scratch: scratch) }
+    }
+
+    /// Sets the return levels (linear, 0 ... 1) of the reverb, chorus and
+    /// delay; each moves there over the next block it runs. A plugin's
+    /// automatable return levels. Render thread, or while none renders.
+    public func setReturnLevels(reverb r: Float, chorus c: Float, delay d: Float) {
+        if reverb != nil { reverb!.levelTarget = min(max(r, 0), 1) }
+        if chorus != nil { chorus!.levelTarget = min(max(c, 0), 1) }
+        if delay != nil { delay!.levelTarget = min(max(d, 0), 1) }
     }
 
     /// Stems: which effects `input` (the sum of every stem's sends) keeps

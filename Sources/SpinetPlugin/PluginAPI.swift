@@ -1,3 +1,154 @@
-// The C API of include/spinet_plugin.h (CSpinetPlugin), implemented over
-// PluginInstance. In progress: the implementation lands next.
+// The C API of CSpinetPlugin/include/spinet_plugin.h, over PluginInstance:
+// what the LV2 and CLAP glue (C) call. See the header for the threads each
+// function may be called from.
+import CFluidSynthRealtime
 import CSpinetPlugin
+import Glibc
+
+/// The log callback and its context, called from the thread that logs.
+private struct HostLog: @unchecked Sendable {
+    let function: spinet_log_fn?
+    let context: UnsafeMutableRawPointer?
+
+    func callAsFunction(_ level: Int32, _ line: String) {
+        guard let function else {
+            let prefix = level >= 2 ? "error: " : level == 1 ? "warning: " : ""
+            let text = "spinet: \(prefix)\(line)\n"
+            _ = text.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+            return
+        }
+        line.withCString { function(context, level, $0) }
+    }
+}
+
+private func instance(_ p: OpaquePointer?) -> PluginInstance? {
+    guard let p else { return nil }
+    return Unmanaged<PluginInstance>.fromOpaque(UnsafeRawPointer(p)).takeUnretainedValue()
+}
+
+/// The parameter table, built once (static C strings).
+nonisolated(unsafe) private let parameterTable: UnsafeMutablePointer<spinet_param_info> = {
+    let all = PluginParameter.allCases
+    let table = UnsafeMutablePointer<spinet_param_info>.allocate(capacity: all.count)
+    for (i, p) in all.enumerated() {
+        table[i] = spinet_param_info(id: UInt32(p.rawValue), symbol: strdup(p.symbol), name: strdup(p.name), unit: strdup(p.unit),
+                                     min_value: p.range.lowerBound, max_value: p.range.upperBound, default_value: p.defaultValue)
+    }
+    return table
+}()
+
+@_cdecl("spinet_plugin_param_info")
+public func spinetPluginParamInfo(_ index: UInt32) -> UnsafePointer<spinet_param_info>? {
+    guard Int(index) < PluginParameter.allCases.count else { return nil }
+    return UnsafePointer(parameterTable + Int(index))
+}
+
+@_cdecl("spinet_plugin_create")
+public func spinetPluginCreate(_ sampleRate: Double, _ bundleDirectory: UnsafePointer<CChar>?, _ log: spinet_log_fn?,
+                               _ logContext: UnsafeMutableRawPointer?) -> OpaquePointer? {
+    let hostLog = HostLog(function: log, context: logContext)
+    do {
+        let p = try PluginInstance(sampleRate: sampleRate, bundleDirectory: bundleDirectory.map { String(cString: $0) },
+                                   log: { hostLog($0, $1) })
+        return OpaquePointer(Unmanaged.passRetained(p).toOpaque())
+    } catch {
+        hostLog(2, error.description)
+        return nil
+    }
+}
+
+@_cdecl("spinet_plugin_destroy")
+public func spinetPluginDestroy(_ p: OpaquePointer?) {
+    guard let p else { return }
+    Unmanaged<PluginInstance>.fromOpaque(UnsafeRawPointer(p)).release()
+}
+
+@_cdecl("spinet_plugin_activate")
+public func spinetPluginActivate(_ p: OpaquePointer?, _ maxFrames: UInt32) -> Int32 {
+    guard let i = instance(p) else { return -1 }
+    do { try i.activate(maxFrames: Int(maxFrames)) } catch {
+        i.logLine(2, error.description)
+        return -1
+    }
+    return 0
+}
+
+@_cdecl("spinet_plugin_deactivate")
+public func spinetPluginDeactivate(_ p: OpaquePointer?) {
+    instance(p)?.deactivate()
+}
+
+@_cdecl("spinet_plugin_process")
+public func spinetPluginProcess(_ p: OpaquePointer?, _ frames: UInt32, _ left: UnsafeMutablePointer<Float>?,
+                                _ right: UnsafeMutablePointer<Float>?, _ events: UnsafePointer<spinet_midi_event>?, _ count: UInt32) {
+    guard let p, let left, let right else { return }
+    Unmanaged<PluginInstance>.fromOpaque(UnsafeRawPointer(p))._withUnsafeGuaranteedRef {
+        $0.process(frames: Int(frames), left: left, right: right, events: events, count: Int(count))
+    }
+}
+
+@_cdecl("spinet_plugin_latency")
+public func spinetPluginLatency(_ p: OpaquePointer?) -> UInt32 {
+    guard let p else { return 0 }
+    return Unmanaged<PluginInstance>.fromOpaque(UnsafeRawPointer(p))._withUnsafeGuaranteedRef { UInt32($0.latencyFrames) }
+}
+
+@_cdecl("spinet_plugin_set_param")
+public func spinetPluginSetParam(_ p: OpaquePointer?, _ id: UInt32, _ value: Double) {
+    guard let p, let parameter = PluginParameter(rawValue: Int(id)) else { return }
+    Unmanaged<PluginInstance>.fromOpaque(UnsafeRawPointer(p))._withUnsafeGuaranteedRef { $0.setParameter(parameter, value) }
+}
+
+@_cdecl("spinet_plugin_get_param")
+public func spinetPluginGetParam(_ p: OpaquePointer?, _ id: UInt32) -> Double {
+    guard let p, let parameter = PluginParameter(rawValue: Int(id)) else { return 0 }
+    return Unmanaged<PluginInstance>.fromOpaque(UnsafeRawPointer(p))._withUnsafeGuaranteedRef { $0.parameter(parameter) }
+}
+
+@_cdecl("spinet_plugin_load_soundfont")
+public func spinetPluginLoadSoundFont(_ p: OpaquePointer?, _ path: UnsafePointer<CChar>?) -> Int32 {
+    guard let i = instance(p), let path else { return -1 }
+    do { try i.loadSoundFont(String(cString: path)) } catch {
+        i.logLine(2, error.description)
+        return -1
+    }
+    return 0
+}
+
+@_cdecl("spinet_plugin_soundfont_path")
+public func spinetPluginSoundFontPath(_ p: OpaquePointer?, _ buffer: UnsafeMutablePointer<CChar>?, _ capacity: Int) -> Int {
+    guard let i = instance(p) else { return 0 }
+    let path = Array(i.soundFontPath.utf8)
+    if let buffer, capacity > 0 {
+        let n = min(path.count, capacity - 1)
+        for k in 0..<n { buffer[k] = CChar(bitPattern: path[k]) }
+        buffer[n] = 0
+    }
+    return path.count
+}
+
+@_cdecl("spinet_plugin_save_state")
+public func spinetPluginSaveState(_ p: OpaquePointer?) -> UnsafeMutablePointer<CChar>? {
+    guard let i = instance(p) else { return nil }
+    return strdup(i.saveState())
+}
+
+@_cdecl("spinet_plugin_free_string")
+public func spinetPluginFreeString(_ s: UnsafeMutablePointer<CChar>?) {
+    free(s)
+}
+
+@_cdecl("spinet_plugin_restore_state")
+public func spinetPluginRestoreState(_ p: OpaquePointer?, _ json: UnsafePointer<CChar>?, _ soundFont: UnsafePointer<CChar>?) -> Int32 {
+    guard let i = instance(p), let json else { return -1 }
+    do { try i.restoreState(String(cString: json), soundFontOverride: soundFont.map { String(cString: $0) }) } catch {
+        i.logLine(2, "cannot restore the saved state: \(error.description)")
+        return -1
+    }
+    return 0
+}
+
+@_cdecl("spinet_plugin_inline_parallel_regions")
+public func spinetPluginInlineParallelRegions() -> UInt {
+    spinet_inline_parallel_regions()
+}

@@ -1,0 +1,342 @@
+import CSpinetPlugin
+import FoundationEssentials
+import Glibc
+import Synchronization
+import SpinetEngine
+import SpinetFile
+import SpinetMIDI
+import SpinetRig
+import SpinetSoundFont
+
+/// One plugin instance: a live graph from the rig (`GraphBuilder.live`, the
+/// graph `spinet play` runs), driven by a host's process calls with the
+/// events of each call at their frames. The LV2 and CLAP glue call it
+/// through the C API (PluginAPI.swift).
+///
+/// Threads:
+/// - the control side (`init`, `activate`, `deactivate`, `loadSoundFont`,
+///   `saveState`, `restoreState`) runs on the host's main or worker thread,
+///   one call at a time (a mutex, never taken by `process`);
+/// - `process` runs on the audio thread: it allocates nothing, takes no lock
+///   and makes no system call. A graph built off the audio thread (a
+///   restored state) reaches it through an atomic slot and the one it
+///   replaces goes back through another, to be released off the audio
+///   thread; a new SoundFont goes through the graph's `SwappableInstrument`.
+/// - parameters are atomics, set from any thread and applied by `process`
+///   at the start of its next call.
+public final class PluginInstance: @unchecked Sendable {
+    public let sampleRate: Double
+    /// The frames of delay the plugin adds (the limiter's look-ahead).
+    public let latencyFrames: Int
+    private let log: @Sendable (Int32, String) -> Void
+
+    // control side, under `control`
+    private let control = Mutex<Void>(())
+    private var settings: PluginSettings
+    private var active = false
+    private var maxFrames = 0
+    /// Set once the current graph has rendered: a later activation builds a
+    /// fresh one (activation starts from silence, and from the same state).
+    private let rendered = Atomic<Bool>(false)
+
+    // The graph process renders: retained, released only off the audio thread.
+    private var current: Unmanaged<EngineGraph>?
+    private let pending = Atomic<UInt>(0)    // a retained EngineGraph, built and prepared off the audio thread
+    private let retired = Atomic<UInt>(0)    // the graph `pending` replaced, for the control side to release
+
+    // parameters: the value asked for (any thread), the value applied (audio thread)
+    private let gainBits = Atomic<UInt64>(0)
+    private let reverbBits = Atomic<UInt64>(0)
+    private let chorusBits = Atomic<UInt64>(0)
+    private let delayBits = Atomic<UInt64>(0)
+    private let ceilingBits = Atomic<UInt64>(0)
+    private let applied: UnsafeMutablePointer<Double>
+
+    // the call's events, converted (audio thread)
+    public static let eventCapacity = 8192
+    private let scratch: UnsafeMutablePointer<CallbackEvent>
+    /// Events beyond `eventCapacity` in one call, dropped.
+    public let droppedEvents = Atomic<Int>(0)
+
+    /// Loads the default settings' SoundFont and builds the graph (not yet
+    /// prepared). Throws the one line the host should log.
+    public init(sampleRate: Double, bundleDirectory: String?, log: @escaping @Sendable (Int32, String) -> Void) throws(PluginSettings.Problem) {
+        guard sampleRate.isFinite, sampleRate >= 8000, sampleRate <= 768_000 else {
+            throw PluginSettings.Problem("sample rate \(sampleRate) Hz is not one Spinet runs at (8000 to 768000)")
+        }
+        self.sampleRate = sampleRate
+        self.log = log
+        latencyFrames = Limiter.lookaheadFrames(sampleRate: sampleRate)
+        guard let defaults = PluginSettings.defaults(bundleDirectory: bundleDirectory, warning: { log(1, $0) }) else {
+            throw PluginSettings.Problem("no SoundFont found: install one (Debian: apt install fluid-soundfont-gm) or put \(SoundFontLocator.bundledName) in the plugin's SoundFonts directory")
+        }
+        settings = defaults
+        applied = .allocate(capacity: PluginParameter.allCases.count)
+        applied.initialize(repeating: .nan, count: PluginParameter.allCases.count)
+        scratch = .allocate(capacity: Self.eventCapacity)
+        scratch.initialize(repeating: CallbackEvent(offset: 0, .systemReset), count: Self.eventCapacity)
+        let graph: EngineGraph
+        do { graph = try build(defaults) } catch {
+            applied.deallocate()
+            scratch.deallocate()
+            throw error
+        }
+        current = .passRetained(graph)
+        storeParameters(defaults.parameters)
+    }
+
+    deinit {
+        current?.release()
+        for slot in [pending.exchange(0, ordering: .acquiring), retired.exchange(0, ordering: .acquiring)] where slot != 0 {
+            Unmanaged<EngineGraph>.fromOpaque(UnsafeRawPointer(bitPattern: slot)!).release()
+        }
+        applied.deallocate()
+        scratch.deallocate()
+    }
+
+    /// Writes one line to the host's log (control side).
+    public func logLine(_ level: Int32, _ line: String) { log(level, line) }
+
+    // MARK: the graph (control side)
+
+    /// A graph for `s` (not prepared), with `reusing`'s SoundFont player if
+    /// it was built for the same font and never prepared, else a new one.
+    private func build(_ s: PluginSettings, reusing old: EngineGraph? = nil) throws(PluginSettings.Problem) -> EngineGraph {
+        let g = try s.graphSettings()
+        let unit: SoundFontUnit
+        if let old, old.engine.maxFrames == 0, old.settings.soundFont.fluidEffects == g.soundFont.fluidEffects,
+           let font = old.soundFonts.first, font.fonts == [s.soundFont] {
+            unit = font
+        } else {
+            do { unit = try SoundFontUnit(fonts: [s.soundFont], sampleRate: sampleRate, channels: 16, options: g.soundFont) } catch {
+                throw PluginSettings.Problem(error.description)
+            }
+            for w in unit.fontWarnings { log(1, w) }
+        }
+        do { return try GraphBuilder.live(g, soundFont: unit, inputCapacities: []) } catch {
+            throw PluginSettings.Problem(error.description)
+        }
+    }
+
+    /// Releases a graph the audio thread handed back.
+    private func collect() {
+        let r = retired.exchange(0, ordering: .acquiring)
+        if r != 0 { Unmanaged<EngineGraph>.fromOpaque(UnsafeRawPointer(bitPattern: r)!).release() }
+    }
+
+    /// Replaces the graph: directly while inactive, through `pending` while
+    /// processing (the audio thread takes it at its next call).
+    private func install(_ graph: EngineGraph) {
+        collect()
+        if active {
+            graph.engine.prepare(sampleRate: sampleRate, maxFrames: maxFrames)
+            let old = pending.exchange(UInt(bitPattern: Unmanaged.passRetained(graph).toOpaque()), ordering: .acquiringAndReleasing)
+            if old != 0 { Unmanaged<EngineGraph>.fromOpaque(UnsafeRawPointer(bitPattern: old)!).release() }
+        } else {
+            current?.release()
+            current = .passRetained(graph)
+            rendered.store(false, ordering: .releasing)
+        }
+    }
+
+    private func drainLogs(_ graph: EngineGraph?) {
+        guard let graph else { return }
+        for unit in graph.soundFonts { for line in unit.drainRenderMessages() { log(1, line) } }
+    }
+
+    // MARK: control side
+
+    /// Prepares the graph for blocks of up to `maxFrames` (0: not known;
+    /// longer calls are rendered in pieces).
+    public func activate(maxFrames requested: Int) throws(PluginSettings.Problem) {
+        try control.withLock { _ throws(PluginSettings.Problem) in
+            collect()
+            let frames = requested > 0 ? min(requested, 8192) : 1024
+            // A graph with the parameters as they are now (the gain and
+            // ceiling start there, not ramping from the old values), from
+            // silence: the SoundFont player is kept if it never played.
+            settings.parameters = loadParameters()
+            let graph = try build(settings, reusing: current?.takeUnretainedValue())
+            current?.release()
+            current = .passRetained(graph)
+            graph.engine.prepare(sampleRate: sampleRate, maxFrames: frames)
+            maxFrames = frames
+            applied.update(repeating: .nan, count: PluginParameter.allCases.count)
+            rendered.store(false, ordering: .releasing)
+            active = true
+        }
+    }
+
+    public func deactivate() {
+        control.withLock { _ in
+            active = false
+            // a graph the audio thread did not take is the one to keep
+            let p = pending.exchange(0, ordering: .acquiring)
+            if p != 0 {
+                current?.release()
+                current = Unmanaged<EngineGraph>.fromOpaque(UnsafeRawPointer(bitPattern: p)!)
+            }
+            collect()
+            drainLogs(current?.takeUnretainedValue())
+        }
+    }
+
+    /// Loads `path` and hands it to the audio thread (or, inactive, makes it
+    /// the font of the next activation). The old font keeps playing on failure.
+    public func loadSoundFont(_ path: String) throws(PluginSettings.Problem) {
+        try control.withLock { _ throws(PluginSettings.Problem) in
+            var next = settings
+            next.soundFont = path
+            next.parameters = loadParameters()
+            let graph = current?.takeUnretainedValue()
+            let pendingGraph = pending.load(ordering: .acquiring) != 0
+            if active, !pendingGraph, let graph, let slot = graph.soundFontSlot {
+                let unit: SoundFontUnit
+                do { unit = try SoundFontUnit(fonts: [path], sampleRate: sampleRate, channels: 16, options: graph.settings.soundFont) } catch {
+                    throw PluginSettings.Problem(String(describing: error))
+                }
+                for w in unit.fontWarnings { log(1, w) }
+                // The slot takes one replacement at a time: wait (up to 10 s
+                // of the host's process calls) for the last one to finish.
+                var waited = 0
+                while !slot.offer(unit) {
+                    guard waited < 1000 else {
+                        throw PluginSettings.Problem("SoundFont \(path): the previous SoundFont change has not finished (is the host processing?); try again")
+                    }
+                    usleep(10_000)
+                    waited += 1
+                }
+                drainLogs(graph)
+            } else {
+                install(try build(next))
+            }
+            settings = next
+            log(0, "SoundFont: \(path)")
+        }
+    }
+
+    public var soundFontPath: String { control.withLock { _ in settings.soundFont } }
+
+    public func saveState() -> String {
+        control.withLock { _ in
+            var s = settings
+            s.parameters = loadParameters()
+            return s.json()
+        }
+    }
+
+    /// Restores a saved state: a new graph from it, swapped in whole.
+    public func restoreState(_ json: String, soundFontOverride: String?) throws(PluginSettings.Problem) {
+        let restored = try PluginSettings(json: json, soundFontOverride: soundFontOverride)
+        try control.withLock { _ throws(PluginSettings.Problem) in
+            let graph = try build(restored)
+            install(graph)
+            settings = restored
+            storeParameters(restored.parameters)
+        }
+    }
+
+    // MARK: parameters (any thread)
+
+    public func setParameter(_ p: PluginParameter, _ value: Double) {
+        let v = p.clamp(value).bitPattern
+        switch p {
+        case .gain: gainBits.store(v, ordering: .releasing)
+        case .reverb: reverbBits.store(v, ordering: .releasing)
+        case .chorus: chorusBits.store(v, ordering: .releasing)
+        case .delay: delayBits.store(v, ordering: .releasing)
+        case .ceiling: ceilingBits.store(v, ordering: .releasing)
+        }
+    }
+
+    public func parameter(_ p: PluginParameter) -> Double {
+        let b: UInt64
+        switch p {
+        case .gain: b = gainBits.load(ordering: .acquiring)
+        case .reverb: b = reverbBits.load(ordering: .acquiring)
+        case .chorus: b = chorusBits.load(ordering: .acquiring)
+        case .delay: b = delayBits.load(ordering: .acquiring)
+        case .ceiling: b = ceilingBits.load(ordering: .acquiring)
+        }
+        return Double(bitPattern: b)
+    }
+
+    private func storeParameters(_ values: [Double]) {
+        for p in PluginParameter.allCases { setParameter(p, values[p.rawValue]) }
+    }
+
+    private func loadParameters() -> [Double] {
+        PluginParameter.allCases.map { parameter($0) }
+    }
+
+    // MARK: audio thread
+
+    /// Renders `frames` frames into `left`/`right`, with `count` raw MIDI
+    /// events at their offsets. Allocates nothing, takes no lock.
+    public func process(frames: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
+                        events: UnsafePointer<spinet_midi_event>?, count: Int) {
+        // a graph built off this thread: take it, hand the old one back
+        if retired.load(ordering: .acquiring) == 0 {
+            let p = pending.exchange(0, ordering: .acquiringAndReleasing)
+            if p != 0 {
+                if let old = current { retired.store(UInt(bitPattern: old.toOpaque()), ordering: .releasing) }
+                current = Unmanaged<EngineGraph>.fromOpaque(UnsafeRawPointer(bitPattern: p)!)
+                for i in 0..<PluginParameter.allCases.count { applied[i] = .nan }
+            }
+        }
+        guard let current, frames > 0 else { return }
+        current._withUnsafeGuaranteedRef { graph in
+            let engine = graph.engine
+            guard engine.maxFrames > 0 else {
+                left.update(repeating: 0, count: frames)
+                right.update(repeating: 0, count: frames)
+                return
+            }
+            applyParameters(engine)
+            var n = 0
+            if let events {
+                for i in 0..<count {
+                    let e = events[i]
+                    guard e.size > 0, let data = e.data else { continue }
+                    let status = data[0]
+                    let offset = Int(e.offset)
+                    if status == 0xF0 {
+                        guard n < Self.eventCapacity else { droppedEvents.add(count - i, ordering: .relaxed); break }
+                        scratch[n] = CallbackEvent(offset: offset, sysEx: UnsafeBufferPointer(start: data, count: Int(e.size)))
+                        n += 1
+                    } else if status >= 0x80 && status < 0xF0 {
+                        let d1 = e.size > 1 ? data[1] & 0x7F : 0, d2 = e.size > 2 ? data[2] & 0x7F : 0
+                        guard let m = MIDIMessage(status: status, data1: d1, data2: d2) else { continue }
+                        guard n < Self.eventCapacity else { droppedEvents.add(count - i, ordering: .relaxed); break }
+                        scratch[n] = CallbackEvent(offset: offset, m)
+                        n += 1
+                    }
+                    // system common and realtime bytes: nothing to play
+                }
+            }
+            engine.render(frames: frames, left: left, right: right, events: UnsafeBufferPointer(start: scratch, count: n))
+        }
+        rendered.store(true, ordering: .relaxed)
+    }
+
+    @inline(__always)
+    private func applyParameters(_ engine: Engine) {
+        let gain = Double(bitPattern: gainBits.load(ordering: .acquiring))
+        if gain != applied[0] {
+            applied[0] = gain
+            engine.setGain(dB: gain)
+        }
+        let r = Double(bitPattern: reverbBits.load(ordering: .acquiring))
+        let c = Double(bitPattern: chorusBits.load(ordering: .acquiring))
+        let d = Double(bitPattern: delayBits.load(ordering: .acquiring))
+        if r != applied[1] || c != applied[2] || d != applied[3] {
+            applied[1] = r; applied[2] = c; applied[3] = d
+            engine.sendEffects?.setReturnLevels(reverb: Float(r), chorus: Float(c), delay: Float(d))
+        }
+        let ceiling = Double(bitPattern: ceilingBits.load(ordering: .acquiring))
+        if ceiling != applied[4] {
+            applied[4] = ceiling
+            engine.masterBus.setCeiling(dBFS: ceiling)
+        }
+    }
+}

@@ -1,0 +1,235 @@
+import FoundationEssentials
+import SpinetEffects
+import SpinetEngine
+import SpinetFile
+import SpinetRig
+import SpinetSettings
+import SpinetSoundFont
+import SpinetSupport
+import SpinetSynth
+
+/// The automatable parameters: ids, ranges and defaults (the C API's
+/// `spinet_param_info`, the LV2 control ports, the CLAP params).
+public enum PluginParameter: Int, CaseIterable, Sendable {
+    case gain = 0, reverb, chorus, delay, ceiling
+
+    public var symbol: String {
+        switch self {
+        case .gain: "gain"
+        case .reverb: "reverb"
+        case .chorus: "chorus"
+        case .delay: "delay"
+        case .ceiling: "ceiling"
+        }
+    }
+
+    public var name: String {
+        switch self {
+        case .gain: "Master gain"
+        case .reverb: "Reverb return"
+        case .chorus: "Chorus return"
+        case .delay: "Delay return"
+        case .ceiling: "Limiter ceiling"
+        }
+    }
+
+    public var unit: String {
+        switch self {
+        case .gain: "dB"
+        case .ceiling: "dBFS"
+        default: ""
+        }
+    }
+
+    public var range: ClosedRange<Double> {
+        switch self {
+        case .gain: -60...12
+        case .reverb, .chorus, .delay: 0...1
+        case .ceiling: -24...0
+        }
+    }
+
+    public var defaultValue: Double {
+        switch self {
+        case .gain: 0
+        case .reverb, .chorus, .delay: 1
+        case .ceiling: -1
+        }
+    }
+
+    /// `value` within the range (NaN: the default).
+    public func clamp(_ value: Double) -> Double {
+        guard !value.isNaN else { return defaultValue }
+        return min(max(value, range.lowerBound), range.upperBound)
+    }
+}
+
+/// Everything a plugin instance is set to, what its host saves with the
+/// project: the SoundFont, the channels given to Spinet's synth, the synth's
+/// presets, the effects and the parameters. One JSON object (`json()`,
+/// `init(json:)`), whose keys follow Spinet's config file.
+///
+/// A new instance starts from the user's Spinet config file
+/// (`~/.config/spinet/config.json`: "soundfonts", "channels", "presets",
+/// "effects", "reverb", "chorus", "delay"), so that the plugin sounds as
+/// `spinet play` does; the saved state wins over it from then on.
+public struct PluginSettings: Equatable, Sendable {
+    public static let stateVersion = 1
+
+    public var soundFont: String
+    /// `--channel` values: `N=synth[:PRESET]`, `N=soundfont`.
+    public var channels: [String] = []
+    /// The synth's presets (the factory bank unless a preset file was given).
+    public var presets: PresetBank = .factory
+    /// "spinet" (Spinet's reverb, chorus and delay on CC 91/93/94) or
+    /// "fluidsynth" (FluidSynth's own reverb and chorus).
+    public var effects = "spinet"
+    /// Spinet's effect presets by name, or "none".
+    public var reverb = "room"
+    public var chorus = "subtle"
+    public var delay = "eighth"
+    /// The parameters, by `PluginParameter.rawValue`.
+    public var parameters: [Double] = PluginParameter.allCases.map(\.defaultValue)
+
+    public init(soundFont: String) {
+        self.soundFont = soundFont
+    }
+
+    /// Problems found while reading a state or a config file.
+    public struct Problem: Error, CustomStringConvertible, Sendable {
+        public var description: String
+        init(_ d: String) { description = d }
+    }
+
+    /// The defaults a new instance gets: the config file's settings (if
+    /// there is one and it reads; else `warning` says why), the font from
+    /// there or the one `spinet` finds (`bundleDirectory` first).
+    public static func defaults(bundleDirectory: String?, warning: (String) -> Void) -> PluginSettings? {
+        var config = SpinetConfig()
+        do { config = try SpinetConfig.load(explicitPath: nil) } catch { warning("\(error.description); the plugin starts from its defaults") }
+        var candidates: [String] = []
+        if let dir = bundleDirectory, !dir.isEmpty {
+            candidates.append(dir + "/SoundFonts/" + SoundFontLocator.bundledName)
+            candidates.append(dir + "/" + SoundFontLocator.bundledName)
+        }
+        // the plugin's own place: an installed prefix's share/spinet
+        if let dir = bundleDirectory, !dir.isEmpty {
+            var up = URL(fileURLWithPath: dir)
+            for _ in 0..<4 {
+                up = up.deletingLastPathComponent()
+                candidates.append(up.appendingPathComponent("share/spinet/SoundFonts/\(SoundFontLocator.bundledName)").path)
+            }
+        }
+        candidates = config.soundFonts.map { expandingTilde($0) } + candidates + SoundFontLocator.candidates()
+        guard let font = candidates.first(where: { FileManager.default.isReadableFile(atPath: $0) }) else { return nil }
+        var s = PluginSettings(soundFont: font)
+        s.channels = config.channels
+        if let path = config.presets {
+            do { s.presets = try PresetBank(jsonFile: expandingTilde(path)) } catch { warning("\(config.label("presets")) \(error.description); the factory presets are used") }
+        }
+        if let e = config.effects?.lowercased() { s.effects = e }
+        if let r = config.reverb { s.reverb = r }
+        if let c = config.chorus { s.chorus = c }
+        if let d = config.delay { s.delay = d }
+        do { _ = try s.graphSettings() } catch {
+            warning("\(error.description); the plugin starts from its defaults")
+            return PluginSettings(soundFont: font)
+        }
+        return s
+    }
+
+    /// The graph these settings build (checked: an unknown preset name, a
+    /// bad channel assignment is an error naming it).
+    public func graphSettings() throws(Problem) -> GraphSettings {
+        var g = GraphSettings()
+        g.engine.ports = 1
+        let kind = effects.lowercased()
+        guard kind == "spinet" || kind == "fluidsynth" else { throw Problem("\"effects\": \(effects) is not known; use spinet or fluidsynth") }
+        if kind == "spinet" {
+            g.engine.reverb = try Self.preset(reverb, key: "reverb", ReverbPreset.init(name:), ReverbPreset.all.map(\.name))
+            g.engine.chorus = try Self.preset(chorus, key: "chorus", ChorusPreset.init(name:), ChorusPreset.all.map(\.name))
+            g.engine.delay = try Self.preset(delay, key: "delay", DelayPreset.init(name:), DelayPreset.all.map(\.name) + ["a time such as 350ms or 1/4"])
+        }
+        g.soundFont.fluidEffects = kind == "fluidsynth"
+        g.presets = presets
+        g.channelAssignments = channels
+        g.engine.gainDB = parameters[PluginParameter.gain.rawValue]
+        g.engine.ceilingDBFS = parameters[PluginParameter.ceiling.rawValue]
+        // the assignments and preset names are checked by building the synth
+        do { _ = try GraphBuilder.synth(g, ports: 1) } catch { throw Problem(error.description) }
+        return g
+    }
+
+    private static func preset<P>(_ name: String, key: String, _ named: (String) -> P?, _ choices: [String]) throws(Problem) -> P? {
+        if name.lowercased() == "none" { return nil }
+        guard let p = named(name) else {
+            throw Problem("\"\(key)\": \(name) is not known; use \((choices + ["none"]).joined(separator: ", "))")
+        }
+        return p
+    }
+
+    // MARK: state
+
+    public func json() -> String {
+        var fields: [String] = [
+            "\"spinet-plugin-state\": \(Self.stateVersion)",
+            "\"soundfont\": \(jsonQuoted(soundFont))",
+            "\"channels\": [\(channels.map(jsonQuoted).joined(separator: ", "))]",
+            "\"effects\": \(jsonQuoted(effects))",
+            "\"reverb\": \(jsonQuoted(reverb))",
+            "\"chorus\": \(jsonQuoted(chorus))",
+            "\"delay\": \(jsonQuoted(delay))",
+        ]
+        let params = PluginParameter.allCases.map { "\(jsonQuoted($0.symbol)): \(formatNumber(parameters[$0.rawValue]))" }
+        fields.append("\"parameters\": {\(params.joined(separator: ", "))}")
+        if presets != .factory {
+            fields.append("\"presets\": \(jsonQuoted(presets.jsonString()))")
+        }
+        return "{\n  " + fields.joined(separator: ",\n  ") + "\n}\n"
+    }
+
+    /// Reads a state `json()` wrote (`soundFontOverride` replaces its font).
+    public init(json text: String, soundFontOverride: String? = nil) throws(Problem) {
+        let root: JSONValue
+        do { root = try JSONParser.parse(text) } catch { throw Problem("the saved state is not valid JSON: \(error.description)") }
+        guard case .object(let members) = root else { throw Problem("the saved state is not a JSON object") }
+        let dict = Dictionary(members, uniquingKeysWith: { a, _ in a })
+        guard case .number(let version)? = dict["spinet-plugin-state"] else { throw Problem("the saved state is not Spinet's (no \"spinet-plugin-state\")") }
+        guard Int(version) <= Self.stateVersion else {
+            throw Problem("the saved state is version \(formatNumber(version)), newer than this Spinet reads (\(Self.stateVersion)); update Spinet")
+        }
+        func string(_ key: String) throws(Problem) -> String? {
+            switch dict[key] {
+            case nil: return nil
+            case .string(let s): return s
+            default: throw Problem("the saved state's \"\(key)\" is not a string")
+            }
+        }
+        let saved = try string("soundfont")
+        guard let font = soundFontOverride ?? saved else { throw Problem("the saved state names no SoundFont") }
+        self.init(soundFont: font)
+        if let v = dict["channels"] {
+            guard case .array(let items) = v else { throw Problem("the saved state's \"channels\" is not a list") }
+            channels = []
+            for item in items {
+                guard case .string(let s) = item else { throw Problem("the saved state's \"channels\" is not a list of strings") }
+                channels.append(s)
+            }
+        }
+        if let e = try string("effects") { effects = e }
+        if let r = try string("reverb") { reverb = r }
+        if let c = try string("chorus") { chorus = c }
+        if let d = try string("delay") { delay = d }
+        if let p = try string("presets") {
+            do { presets = try PresetBank(json: p, source: "the saved state's presets") } catch { throw Problem(error.description) }
+        }
+        if case .object(let params)? = dict["parameters"] {
+            for (key, value) in params {
+                guard let p = PluginParameter.allCases.first(where: { $0.symbol == key }) else { continue }   // a later version's
+                guard case .number(let n) = value else { throw Problem("the saved state's parameter \"\(key)\" is not a number") }
+                parameters[p.rawValue] = p.clamp(n)
+            }
+        }
+        _ = try graphSettings()
+    }
+}
