@@ -264,7 +264,13 @@ static LV2_Handle instantiate(const LV2_Descriptor *descriptor, double rate, con
         }
     }
 
-    self->core = spinet_plugin_create(rate, bundle_path, core_log, self);
+    // The bundle directory without its trailing slash (LV2 gives one).
+    char bundle[4096];
+    size_t length = bundle_path ? strnlen(bundle_path, sizeof bundle - 1) : 0;
+    memcpy(bundle, bundle_path ? bundle_path : "", length);
+    while (length > 1 && bundle[length - 1] == '/') --length;
+    bundle[length] = '\0';
+    self->core = spinet_plugin_create(rate, length ? bundle : NULL, core_log, self);
     if (!self->core) {
         lv2_log_error(&self->logger, "spinet: the plugin could not be created (see above)\n");
         free(self);

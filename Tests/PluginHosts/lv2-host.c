@@ -195,6 +195,10 @@ typedef struct {
     uint32_t dropped_work;
     // probe
     unsigned long runs, allocations, frees, locks, max_allocations_per_run;
+    // The runs that allocated: how many, and the first one's index
+    // (0-based, counted from the last activation).
+    unsigned long allocating_runs, first_allocating_run, runs_since_activate;
+    bool allocated;
     double run_seconds;
     const char *name;
 } host_instance;
@@ -542,6 +546,7 @@ int main(int argc, char **argv) {
             for (int k = 0; k < n_instances; ++k) {
                 lilv_instance_deactivate(hosts[k].instance);
                 lilv_instance_activate(hosts[k].instance);
+                hosts[k].runs_since_activate = 0;
             }
             printf("cycled at %llu\n", (unsigned long long)start);
             ++next_cycle;
@@ -559,9 +564,18 @@ int main(int argc, char **argv) {
                 h->frees += spinet_probe_frees();
                 h->locks += spinet_probe_locks();
                 if (a > h->max_allocations_per_run) h->max_allocations_per_run = a;
+                if (a > 0) {
+                    if (!h->allocated) h->first_allocating_run = h->runs_since_activate;
+                    h->allocated = true;
+                    h->allocating_runs++;
+                    if (getenv("LV2_HOST_TRACE_ALLOCATIONS"))
+                        fprintf(stderr, "lv2-host: %s run %lu (frame %llu, %lu since activation) allocated %lu\n", h->name,
+                                h->runs, (unsigned long long)start, h->runs_since_activate, a);
+                }
             }
             h->run_seconds += now() - t0;
             h->runs++;
+            h->runs_since_activate++;
             memcpy(h->all_left + start, h->left, n * sizeof(float));
             memcpy(h->all_right + start, h->right, n * sizeof(float));
             print_notify(h, start);
@@ -588,13 +602,16 @@ int main(int argc, char **argv) {
         printf("%s latency %.0f\n", h->name, h->latency);
         printf("%s runs %lu seconds %.6f\n", h->name, h->runs, h->run_seconds);
         if (probe) {
-            printf("%s allocations %lu frees %lu locks %lu max_allocations_per_run %lu\n", h->name, h->allocations,
-                   h->frees, h->locks, h->max_allocations_per_run);
+            printf("%s allocations %lu frees %lu locks %lu max_allocations_per_run %lu allocating_runs %lu first_allocating_run %ld\n",
+                   h->name, h->allocations, h->frees, h->locks, h->max_allocations_per_run, h->allocating_runs,
+                   h->allocated ? (long)h->first_allocating_run : -1L);
         }
         if (h->dropped_work) printf("%s dropped_work %u\n", h->name, h->dropped_work);
     }
     if (probe) printf("probe_active %d\n", spinet_probe_is_active());
-    if (regions) printf("inline_regions %lu\n", regions->count() - regions_before);
+    // The plugin's GOMP_parallel ran libfluidsynth's one-thread regions
+    // (while loading fonts, and while rendering if the library opens any).
+    if (regions) printf("inline_regions %lu in_runs %lu\n", regions->count(), regions->count() - regions_before);
     if (out) write_wav(out, hosts[0].all_left, hosts[0].all_right, frames, rate);
     if (out2 && n_instances == 2) write_wav(out2, hosts[1].all_left, hosts[1].all_right, frames, rate);
 
