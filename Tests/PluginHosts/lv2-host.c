@@ -363,6 +363,26 @@ static void write_wav(const char *file, const float *left, const float *right, u
     if (fclose(f) != 0) die(4, "cannot write %s", file);
 }
 
+// Saves instance 1's state (lilv) to `dir`/state.ttl. Files the state
+// refers to outside `dir` are linked from inside it, as jalv does
+// (scratch, copy, link and save directory all `dir`, made absolute first).
+// Not without a link directory: lilv 0.24.14 then makes its link at
+// `dir`/RELATIVE-PATH, which for a file outside `dir` is the file itself,
+// and removes it first (it deleted system SoundFonts that way).
+static void save_state(const char *dir, host_instance *h) {
+    char absolute[4096];
+    if (!realpath(dir, absolute)) {
+        char command[4200];
+        snprintf(command, sizeof command, "mkdir -p '%s'", dir);
+        if (system(command) != 0 || !realpath(dir, absolute)) die(4, "cannot create %s", dir);
+    }
+    LilvState *state = lilv_state_new_from_instance(g_plugin, h->instance, &map, absolute, absolute, absolute, absolute,
+                                                    get_port_value, h, LV2_STATE_IS_POD | LV2_STATE_IS_PORTABLE, NULL);
+    if (!state || lilv_state_save(g_world, &map, &unmap, state, NULL, absolute, "state.ttl") != 0)
+        die(4, "cannot save state to %s", dir);
+    lilv_state_free(state);
+}
+
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -533,12 +553,7 @@ int main(int argc, char **argv) {
     for (uint64_t start = 0; start < frames; start += block) {
         uint32_t n = (uint32_t)(frames - start < block ? frames - start : block);
         if (save_dir && start >= save_at) {
-            LilvState *state = lilv_state_new_from_instance(g_plugin, hosts[0].instance, &map, NULL, NULL, NULL, save_dir,
-                                                            get_port_value, &hosts[0], LV2_STATE_IS_POD | LV2_STATE_IS_PORTABLE,
-                                                            NULL);
-            if (!state || lilv_state_save(g_world, &map, &unmap, state, NULL, save_dir, "state.ttl") != 0)
-                die(4, "cannot save state to %s", save_dir);
-            lilv_state_free(state);
+            save_state(save_dir, &hosts[0]);
             printf("saved %s at %llu\n", save_dir, (unsigned long long)start);
             save_dir = NULL;
         }
@@ -589,11 +604,7 @@ int main(int argc, char **argv) {
     }
     // A state asked for at the very end.
     if (save_dir) {
-        LilvState *state = lilv_state_new_from_instance(g_plugin, hosts[0].instance, &map, NULL, NULL, NULL, save_dir,
-                                                        get_port_value, &hosts[0], LV2_STATE_IS_POD | LV2_STATE_IS_PORTABLE, NULL);
-        if (!state || lilv_state_save(g_world, &map, &unmap, state, NULL, save_dir, "state.ttl") != 0)
-            die(4, "cannot save state to %s", save_dir);
-        lilv_state_free(state);
+        save_state(save_dir, &hosts[0]);
         printf("saved %s at %llu\n", save_dir, (unsigned long long)frames);
     }
 
