@@ -191,5 +191,6 @@ install-plugins-lv2:
 uninstall-plugins-lv2:
 	rm -rf $(DESTDIR)$(LV2_INSTALL_DIR)/spinet.lv2
 
-plugin-tests-lv2: plugins-lv2
-	SPINET_PLUGIN_DIR=$(CURDIR)/.build/plugins $(SWIFT) test --filter SpinetLV2Tests
+# The release spinet is the one the parity test compares the plugin with.
+plugin-tests-lv2: plugins-lv2 release
+	SPINET_PLUGIN_DIR=$(CURDIR)/.build/plugins SPINET_BIN=$(SPINET_RELEASE_BIN) $(SWIFT) test --filter SpinetLV2Tests

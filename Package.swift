@@ -66,10 +66,14 @@ let package = Package(
         ]),
         // The LV2 glue in C over the core's C API; only lv2_descriptor and
         // GOMP_parallel are exported (spinet_lv2.map). The TTL is in bundle/.
+        // -z nodelete: a host's dlclose must not unload the plugin and its
+        // libraries, since libgomp keeps a pool thread (started by
+        // libfluidsynth's font loading) that would crash in unmapped code.
         .target(name: "SpinetLV2", dependencies: ["CSpinetPlugin", "SpinetPlugin"],
                 exclude: ["bundle", "spinet_lv2.map"],
                 linkerSettings: [
-                    .unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/SpinetLV2/spinet_lv2.map"]),
+                    .unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/SpinetLV2/spinet_lv2.map",
+                                  "-Xlinker", "-z", "-Xlinker", "nodelete"]),
                 ]),
         .executableTarget(name: "spinet", dependencies: [
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetALSA", "SpinetSupport",
@@ -106,7 +110,7 @@ let package = Package(
         .testTarget(name: "SpinetPluginTests", dependencies: ["SpinetPlugin", "CSpinetPlugin", "SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
         // Runs the headless LV2 host (Tests/PluginHosts/lv2-host.c) on the
         // built bundle; enabled by SPINET_PLUGIN_DIR (make plugin-tests).
-        .testTarget(name: "SpinetLV2Tests", dependencies: ["SpinetTestSupport", "SpinetTestTraits"]),
+        .testTarget(name: "SpinetLV2Tests", dependencies: ["SpinetTestSupport", "SpinetTestTraits", "SpinetPlugin", "CSpinetPlugin"]),
         .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport", "CEBUR128", "SpinetTestTraits"]),
     ]
 )

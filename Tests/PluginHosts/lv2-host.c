@@ -17,14 +17,19 @@
 //
 // The event file has one event a line: `FRAME BYTE...` (hex MIDI bytes,
 // e.g. `0 b0 00 7e`), `FRAME font PATH` (a patch:Set of spinet:soundfont),
-// or `FRAME get` (a patch:Get); `#` starts a comment. Events go to the block
-// that holds their frame, at their offset in it.
+// or `FRAME get` (a patch:Get); `#` starts a comment. Events are sorted by
+// frame (the file's order on one frame) and go to the block that holds
+// their frame, at their offset in it.
 //
 // It prints `key value` lines on stdout: latency, the probe's counts, the
 // plugin's inline OpenMP regions, the notify port's patch:Set replies.
 // Exit status: 0 ok, 2 usage, 3 instantiation failed, 4 other failure.
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -107,6 +112,7 @@ static LV2_Log_Log host_log = {NULL, log_printf, log_vprintf};
 typedef enum { EV_MIDI, EV_FONT, EV_GET } event_kind;
 typedef struct {
     uint64_t frame;
+    size_t line;   // the order in the file, for events on one frame
     event_kind kind;
     uint32_t size;
     uint8_t bytes[256];
@@ -117,6 +123,12 @@ typedef struct {
     event *items;
     size_t count;
 } event_list;
+
+static int compare_events(const void *a, const void *b) {
+    const event *x = a, *y = b;
+    if (x->frame != y->frame) return x->frame < y->frame ? -1 : 1;
+    return x->line < y->line ? -1 : x->line > y->line;
+}
 
 static event_list read_events(const char *file) {
     event_list list = {NULL, 0};
@@ -160,9 +172,12 @@ static event_list read_events(const char *file) {
             capacity = capacity ? capacity * 2 : 64;
             list.items = realloc(list.items, capacity * sizeof *list.items);
         }
+        e.line = list.count;
         list.items[list.count++] = e;
     }
     fclose(f);
+    // In frame order (the file need not be), the file's order on one frame.
+    qsort(list.items, list.count, sizeof *list.items, compare_events);
     return list;
 }
 
@@ -383,6 +398,18 @@ static void save_state(const char *dir, host_instance *h) {
     lilv_state_free(state);
 }
 
+// A crash in the plugin prints where it was (library + offset, for
+// addr2line on the unstripped library) before the host dies of it.
+static void crashed(int sig) {
+    static const char head[] = "lv2-host: crashed; backtrace:\n";
+    write(STDERR_FILENO, head, sizeof head - 1);
+    void *frames[64];
+    int n = backtrace(frames, 64);
+    backtrace_symbols_fd(frames, n, STDERR_FILENO);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -427,6 +454,10 @@ int main(int argc, char **argv) {
         else die(2, "unknown or incomplete option %s (see the comment at the top of lv2-host.c)", a);
 #undef ARG
     }
+    signal(SIGSEGV, crashed);
+    signal(SIGBUS, crashed);
+    signal(SIGABRT, crashed);
+    { void *warm[1]; backtrace(warm, 1); }   // loads libgcc_s now, not in the handler
     if (!bundle || block == 0 || n_instances < 1 || n_instances > 2) die(2, "%s", "usage: lv2-host --bundle DIR ...");
     if (save_dir && save_at == UINT64_MAX) save_at = frames;
 
@@ -623,6 +654,13 @@ int main(int argc, char **argv) {
     // The plugin's GOMP_parallel ran libfluidsynth's one-thread regions
     // (while loading fonts, and while rendering if the library opens any).
     if (regions) printf("inline_regions %lu in_runs %lu\n", regions->count(), regions->count() - regions_before);
+    // The process's threads now (the host's one, and any the plugin or its
+    // libraries started and still run: libgomp keeps a pool).
+    int threads = 0;
+    DIR *tasks = opendir("/proc/self/task");
+    for (struct dirent *d; tasks && (d = readdir(tasks));) threads += d->d_name[0] != '.';
+    if (tasks) closedir(tasks);
+    printf("threads %d\n", threads);
     if (out) write_wav(out, hosts[0].all_left, hosts[0].all_right, frames, rate);
     if (out2 && n_instances == 2) write_wav(out2, hosts[1].all_left, hosts[1].all_right, frames, rate);
 
