@@ -1,5 +1,19 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
+
+// The plugins' shared libraries are products only in the plugin build
+// (scripts/build-lv2.sh sets SPINET_BUILD_PLUGINS, with its own scratch
+// path and -Xswiftc -static-stdlib): the release build's
+// --static-swift-stdlib cannot link a dynamic library (it asks for
+// -l_FoundationCShims), and the debug build has no use for them.
+var pluginProducts: [Product] {
+    guard ProcessInfo.processInfo.environment["SPINET_BUILD_PLUGINS"] != nil else { return [] }
+    return [
+        // The LV2 plugin's library (the bundle: .build/plugins/spinet.lv2).
+        .library(name: "spinet_lv2", type: .dynamic, targets: ["SpinetLV2"]),
+    ]
+}
 
 // Thread ownership is visible in the module split: SpinetEngine is the
 // real-time core (no C, nothing that allocates in render); the C libraries
@@ -10,9 +24,7 @@ let package = Package(
     products: [
         .executable(name: "spinet", targets: ["spinet"]),
         .executable(name: "spinet-rtcheck", targets: ["spinet-rtcheck"]),
-        // The LV2 plugin's shared library (scripts/build-lv2.sh makes the bundle).
-        .library(name: "spinet_lv2", type: .dynamic, targets: ["SpinetLV2"]),
-    ],
+    ] + pluginProducts,
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],

@@ -15,6 +15,8 @@ scratch=.build/plugin-build
 out=.build/plugins
 bundle=$out/spinet.lv2
 
+# The library is a product only with SPINET_BUILD_PLUGINS set (Package.swift).
+export SPINET_BUILD_PLUGINS=1
 "$SWIFT" build -c release -Xswiftc -static-stdlib --scratch-path "$scratch" --product spinet_lv2 >&2
 lib="$("$SWIFT" build -c release -Xswiftc -static-stdlib --scratch-path "$scratch" --show-bin-path)/libspinet_lv2.so"
 

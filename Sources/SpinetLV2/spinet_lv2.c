@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>
@@ -67,10 +68,11 @@ typedef struct {
     LV2_URID bufsz_maxBlockLength, bufsz_nominalBlockLength;
 } uris_t;
 
-// The worker's reply to a font load: the status and the path now in use.
+// The worker's reply to a font load: the status and the path now in use
+// (sent only up to the path's NUL).
 typedef struct {
     int32_t status;
-    char path[];
+    char path[PATH_CAPACITY];
 } load_reply;
 
 // Font loads in a host without worker:schedule: a thread of ours that
@@ -448,21 +450,21 @@ static LV2_Worker_Status work(LV2_Handle instance, LV2_Worker_Respond_Function r
     path[length] = '\0';
     int status = spinet_plugin_load_soundfont(self->core, path);
     // The reply carries the path in use now (the old one if the load failed).
-    struct { load_reply head; char path[PATH_CAPACITY]; } reply;
-    reply.head.status = status;
+    load_reply reply;
+    reply.status = status;
     size_t used = spinet_plugin_soundfont_path(self->core, reply.path, sizeof reply.path);
     if (used >= sizeof reply.path) used = sizeof reply.path - 1;
     reply.path[used] = '\0';
-    return respond(handle, (uint32_t)(sizeof reply.head + used + 1), &reply);
+    return respond(handle, (uint32_t)(offsetof(load_reply, path) + used + 1), &reply);
 }
 
 // Audio thread: the core takes the new font over by itself in process;
 // here the glue learns the path for patch:Get and tells the host.
 static LV2_Worker_Status work_response(LV2_Handle instance, uint32_t size, const void *body) {
     spinet_lv2 *self = instance;
-    if (size < sizeof(load_reply) + 1) return LV2_WORKER_ERR_UNKNOWN;
+    if (size < offsetof(load_reply, path) + 1 || size > sizeof(load_reply)) return LV2_WORKER_ERR_UNKNOWN;
     const load_reply *reply = body;
-    size_t length = strnlen(reply->path, size - sizeof(load_reply));
+    size_t length = strnlen(reply->path, size - offsetof(load_reply, path));
     if (length >= sizeof self->font_path) length = sizeof self->font_path - 1;
     memcpy(self->font_path, reply->path, length);
     self->font_path[length] = '\0';

@@ -82,6 +82,29 @@ struct SpinetLV2Tests {
         #expect(index == 5)
     }
 
+    /// `make install-plugins-lv2` puts the bundle where hosts look: under
+    /// PREFIX/lib/lv2 when PREFIX is given, else in ~/.lv2; lv2info finds it
+    /// there with the font beside it.
+    @Test func installPluginsPutsTheBundleWhereHostsLook() throws {
+        let dir = try Self.directory("install")
+        let root = SpinetCommand.repositoryRoot.path
+        let staged = try SpinetCommand.run(["-C", root, "install-plugins-lv2", "PREFIX=/usr", "DESTDIR=\(dir.path)/stage"],
+                                           environment: ["MAKEFLAGS": ""], program: "/usr/bin/make")
+        #expect(staged.status == 0, "\(staged.stderr)")
+        let home = dir.appendingPathComponent("home")
+        let user = try SpinetCommand.run(["-C", root, "install-plugins-lv2"],
+                                         environment: ["HOME": home.path, "MAKEFLAGS": ""], program: "/usr/bin/make")
+        #expect(user.status == 0, "\(user.stderr)")
+        for lv2 in ["\(dir.path)/stage/usr/lib/lv2", "\(home.path)/.lv2"] {
+            for file in ["manifest.ttl", "spinet.ttl", "spinet_lv2.so", "SoundFonts/sf_GMbank.sf2"] {
+                #expect(FileManager.default.fileExists(atPath: "\(lv2)/spinet.lv2/\(file)"), "\(lv2)/spinet.lv2/\(file)")
+            }
+            let info = try SpinetCommand.run(["https://spinet.dev/plugins/spinet"], environment: ["LV2_PATH": "/usr/lib/lv2:" + lv2],
+                                             program: "/usr/bin/lv2info")
+            #expect(info.status == 0 && String(decoding: info.stdout, as: UTF8.self).contains("Instrument"), "\(lv2): \(info.stderr)")
+        }
+    }
+
     // MARK: Timing
 
     /// Spinet's synth (Bank Select 126) starts a note on its exact frame,
