@@ -2,18 +2,29 @@
 import Foundation
 import PackageDescription
 
-// The plugins' shared libraries are products only in the plugin build
-// (scripts/build-lv2.sh sets SPINET_BUILD_PLUGINS, with its own scratch
-// path and -Xswiftc -static-stdlib): the release build's
-// --static-swift-stdlib cannot link a dynamic library (it asks for
-// -l_FoundationCShims), and the debug build has no use for them.
-var pluginProducts: [Product] {
-    guard ProcessInfo.processInfo.environment["SPINET_BUILD_PLUGINS"] != nil else { return [] }
-    return [
-        // The LV2 plugin's library (the bundle: .build/plugins/spinet.lv2).
-        .library(name: "spinet_lv2", type: .dynamic, targets: ["SpinetLV2"]),
-    ]
-}
+// The plugins are built only by the plugin build (scripts/build-lv2.sh sets
+// SPINET_BUILD_PLUGINS, in its own scratch path, with -Xswiftc
+// -static-stdlib): the release build's --static-swift-stdlib cannot link a
+// dynamic library (it asks for -l_FoundationCShims), and the other builds
+// need neither the plugins nor their headers (lv2-dev).
+let buildPlugins = ProcessInfo.processInfo.environment["SPINET_BUILD_PLUGINS"] != nil
+let pluginProducts: [Product] = buildPlugins ? [
+    // The LV2 plugin's library (the bundle: .build/plugins/spinet.lv2).
+    .library(name: "spinet_lv2", type: .dynamic, targets: ["SpinetLV2"]),
+] : []
+let pluginTargets: [Target] = buildPlugins ? [
+    // The LV2 glue in C over the core's C API; only lv2_descriptor and
+    // GOMP_parallel are exported (spinet_lv2.map). The TTL is in bundle/.
+    // -z nodelete: a host's dlclose must not unload the plugin and its
+    // libraries, since libgomp keeps a pool thread (started by
+    // libfluidsynth's font loading) that would crash in unmapped code.
+    .target(name: "SpinetLV2", dependencies: ["CSpinetPlugin", "SpinetPlugin"],
+            exclude: ["bundle", "spinet_lv2.map"],
+            linkerSettings: [
+                .unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/SpinetLV2/spinet_lv2.map",
+                              "-Xlinker", "-z", "-Xlinker", "nodelete"]),
+            ]),
+] : []
 
 // Thread ownership is visible in the module split: SpinetEngine is the
 // real-time core (no C, nothing that allocates in render); the C libraries
@@ -76,17 +87,6 @@ let package = Package(
             "CSpinetPlugin", "SpinetRig", "SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth",
             "SpinetFile", "SpinetSettings", "SpinetSupport", "CFluidSynthRealtime",
         ]),
-        // The LV2 glue in C over the core's C API; only lv2_descriptor and
-        // GOMP_parallel are exported (spinet_lv2.map). The TTL is in bundle/.
-        // -z nodelete: a host's dlclose must not unload the plugin and its
-        // libraries, since libgomp keeps a pool thread (started by
-        // libfluidsynth's font loading) that would crash in unmapped code.
-        .target(name: "SpinetLV2", dependencies: ["CSpinetPlugin", "SpinetPlugin"],
-                exclude: ["bundle", "spinet_lv2.map"],
-                linkerSettings: [
-                    .unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/SpinetLV2/spinet_lv2.map",
-                                  "-Xlinker", "-z", "-Xlinker", "nodelete"]),
-                ]),
         .executableTarget(name: "spinet", dependencies: [
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetALSA", "SpinetSupport",
             "SpinetHost", "SpinetRig", "SpinetSettings", "SpinetJACK",
@@ -124,5 +124,5 @@ let package = Package(
         // built bundle; enabled by SPINET_PLUGIN_DIR (make plugin-tests).
         .testTarget(name: "SpinetLV2Tests", dependencies: ["SpinetTestSupport", "SpinetTestTraits", "SpinetPlugin", "CSpinetPlugin"]),
         .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport", "CEBUR128", "SpinetTestTraits"]),
-    ]
+    ] + pluginTargets
 )
