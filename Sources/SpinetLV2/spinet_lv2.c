@@ -118,6 +118,11 @@ typedef struct {
     bool font_path_due;
 
     loader_t *loader;   // NULL when the host gives worker:schedule
+
+    // The core takes its non-real-time calls (load_soundfont, save_state,
+    // soundfont_path, restore_state) one at a time; a host may save state
+    // on its main thread while the worker loads a font. Never taken in run.
+    pthread_mutex_t nonrt_lock;
 } spinet_lv2;
 
 static void map_uris(LV2_URID_Map *map, uris_t *u) {
@@ -167,8 +172,10 @@ static void *loader_main(void *argument) {
         while (sem_wait(&l->wake) != 0 && errno == EINTR) {}
         if (atomic_load_explicit(&l->quit, memory_order_acquire)) break;
         if (atomic_load_explicit(&l->state, memory_order_acquire) != LOADER_REQUESTED) continue;
+        pthread_mutex_lock(&self->nonrt_lock);
         spinet_plugin_load_soundfont(self->core, l->request);
         spinet_plugin_soundfont_path(self->core, l->result, sizeof l->result);
+        pthread_mutex_unlock(&self->nonrt_lock);
         atomic_store_explicit(&l->state, LOADER_DONE, memory_order_release);
     }
     return NULL;
@@ -278,6 +285,7 @@ static LV2_Handle instantiate(const LV2_Descriptor *descriptor, double rate, con
         free(self);
         return NULL;
     }
+    pthread_mutex_init(&self->nonrt_lock, NULL);
     if (!self->schedule && !loader_start(self)) {
         lv2_log_error(&self->logger, "spinet: no worker and no loader thread: SoundFont changes are ignored\n");
     }
@@ -319,6 +327,7 @@ static void cleanup(LV2_Handle instance) {
     spinet_lv2 *self = instance;
     loader_stop(self);
     spinet_plugin_destroy(self->core);
+    pthread_mutex_destroy(&self->nonrt_lock);
     free(self);
 }
 
@@ -448,11 +457,12 @@ static LV2_Worker_Status work(LV2_Handle instance, LV2_Worker_Respond_Function r
     if (length >= sizeof path) return LV2_WORKER_ERR_UNKNOWN;
     memcpy(path, data, length);
     path[length] = '\0';
-    int status = spinet_plugin_load_soundfont(self->core, path);
     // The reply carries the path in use now (the old one if the load failed).
     load_reply reply;
-    reply.status = status;
+    pthread_mutex_lock(&self->nonrt_lock);
+    reply.status = spinet_plugin_load_soundfont(self->core, path);
     size_t used = spinet_plugin_soundfont_path(self->core, reply.path, sizeof reply.path);
+    pthread_mutex_unlock(&self->nonrt_lock);
     if (used >= sizeof reply.path) used = sizeof reply.path - 1;
     reply.path[used] = '\0';
     return respond(handle, (uint32_t)(offsetof(load_reply, path) + used + 1), &reply);
@@ -484,14 +494,17 @@ static LV2_State_Status save(LV2_Handle instance, LV2_State_Store_Function store
     LV2_State_Free_Path *free_path = lv2_features_data(features, LV2_STATE__freePath);
     const uint32_t pod = LV2_STATE_IS_POD | LV2_STATE_IS_PORTABLE;
 
+    pthread_mutex_lock(&self->nonrt_lock);
     char small[PATH_CAPACITY];
     char *path = small;
     size_t length = spinet_plugin_soundfont_path(self->core, small, sizeof small);
     if (length >= sizeof small) {
         path = malloc(length + 1);
-        if (!path) return LV2_STATE_ERR_UNKNOWN;
-        spinet_plugin_soundfont_path(self->core, path, length + 1);
+        if (path) spinet_plugin_soundfont_path(self->core, path, length + 1);
     }
+    char *json = path ? spinet_plugin_save_state(self->core) : NULL;
+    pthread_mutex_unlock(&self->nonrt_lock);
+    if (!path) return LV2_STATE_ERR_UNKNOWN;
     if (length > 0) {
         char *abstract = map_path ? map_path->abstract_path(map_path->handle, path) : NULL;
         const char *stored = abstract ? abstract : path;
@@ -503,7 +516,6 @@ static LV2_State_Status save(LV2_Handle instance, LV2_State_Store_Function store
     }
     if (path != small) free(path);
 
-    char *json = spinet_plugin_save_state(self->core);
     if (!json) {
         lv2_log_error(&self->logger, "spinet: the settings could not be saved\n");
         return LV2_STATE_ERR_UNKNOWN;
@@ -548,14 +560,16 @@ static LV2_State_Status restore(LV2_Handle instance, LV2_State_Retrieve_Function
     }
 
     int status = 0;
+    pthread_mutex_lock(&self->nonrt_lock);
     if (json) {
         status = spinet_plugin_restore_state(self->core, json, path);
     } else if (path) {
         status = spinet_plugin_load_soundfont(self->core, path);
     }
+    refresh_font_path(self);
+    pthread_mutex_unlock(&self->nonrt_lock);
     free(json);
     free(path);
-    refresh_font_path(self);
     return status == 0 ? LV2_STATE_SUCCESS : LV2_STATE_ERR_UNKNOWN;
 }
 
