@@ -144,6 +144,9 @@ public final class SendEffects {
         delay?.effect.deallocate()
     }
 
+    /// Frames each effect runs once before use (see `warmUp`).
+    static let warmUpFrames = 4096
+
     static func tailFrames(_ effect: some SendEffect, _ sampleRate: Double, _ maxFrames: Int) -> Int {
         Int(effect.tailSeconds * sampleRate) + maxFrames
     }
@@ -151,6 +154,12 @@ public final class SendEffects {
     /// Runs each effect once on an impulse, then clears it: the first run of
     /// a code path can instantiate runtime metadata (allocations and the
     /// runtime's locks), which belongs here, not on the render thread.
+    ///
+    /// Always 4096 frames (in pieces of `maxFrames`): the effects' LFOs keep
+    /// their phase through `reset`, so the frames run here decide where they
+    /// start, and a live host, a plugin with any block size and an offline
+    /// render (1024-frame blocks) must all start them at the same place to
+    /// give the same output for the same input.
     private func warmUp() {
         let n = maxFrames
         let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 4 * n)
@@ -158,10 +167,13 @@ public final class SendEffects {
         buffers.initialize(repeating: 0, count: 4 * n)
         buffers[0] = 0.5
         buffers[n] = 0.5
-        for _ in 0..<4 {
-            if reverb != nil { reverb!.effect.process(inputLeft: buffers, inputRight: buffers + n, outputLeft: buffers + 2 * n, outputRight: buffers + 3 * n, frames: n) }
-            if chorus != nil { chorus!.effect.process(inputLeft: buffers, inputRight: buffers + n, outputLeft: buffers + 2 * n, outputRight: buffers + 3 * n, frames: n) }
-            if delay != nil { delay!.effect.process(inputLeft: buffers, inputRight: buffers + n, outputLeft: buffers + 2 * n, outputRight: buffers + 3 * n, frames: n) }
+        var left = Self.warmUpFrames
+        while left > 0 {
+            let k = min(n, left)
+            if reverb != nil { reverb!.effect.process(inputLeft: buffers, inputRight: buffers + n, outputLeft: buffers + 2 * n, outputRight: buffers + 3 * n, frames: k) }
+            if chorus != nil { chorus!.effect.process(inputLeft: buffers, inputRight: buffers + n, outputLeft: buffers + 2 * n, outputRight: buffers + 3 * n, frames: k) }
+            if delay != nil { delay!.effect.process(inputLeft: buffers, inputRight: buffers + n, outputLeft: buffers + 2 * n, outputRight: buffers + 3 * n, frames: k) }
+            left -= k
         }
         reverb?.effect.reset()
         chorus?.effect.reset()

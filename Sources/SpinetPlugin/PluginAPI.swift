@@ -87,6 +87,12 @@ public func spinetPluginProcess(_ p: OpaquePointer?, _ frames: UInt32, _ left: U
     }
 }
 
+@_cdecl("spinet_plugin_set_tempo")
+public func spinetPluginSetTempo(_ p: OpaquePointer?, _ bpm: Double) {
+    guard let p else { return }
+    Unmanaged<PluginInstance>.fromOpaque(UnsafeRawPointer(p))._withUnsafeGuaranteedRef { $0.setTempo(beatsPerMinute: bpm) }
+}
+
 @_cdecl("spinet_plugin_latency")
 public func spinetPluginLatency(_ p: OpaquePointer?) -> UInt32 {
     guard let p else { return 0 }

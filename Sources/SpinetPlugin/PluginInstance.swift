@@ -50,6 +50,9 @@ public final class PluginInstance: @unchecked Sendable {
     private let chorusBits = Atomic<UInt64>(0)
     private let delayBits = Atomic<UInt64>(0)
     private let ceilingBits = Atomic<UInt64>(0)
+    /// The host's tempo (bits of a Double; 0: none given), and the one applied.
+    private let tempoBits = Atomic<UInt64>(0)
+    private var appliedTempo = 0.0
     private let applied: UnsafeMutablePointer<Double>
 
     // the call's events, converted (audio thread)
@@ -162,6 +165,7 @@ public final class PluginInstance: @unchecked Sendable {
             graph.engine.prepare(sampleRate: sampleRate, maxFrames: frames)
             maxFrames = frames
             applied.update(repeating: .nan, count: PluginParameter.allCases.count)
+            appliedTempo = 0
             rendered.store(false, ordering: .releasing)
             active = true
         }
@@ -261,6 +265,12 @@ public final class PluginInstance: @unchecked Sendable {
         return Double(bitPattern: b)
     }
 
+    /// The host's tempo (any thread); applied at the next process call.
+    public func setTempo(beatsPerMinute bpm: Double) {
+        guard bpm.isFinite, (10...1000).contains(bpm) else { return }
+        tempoBits.store(bpm.bitPattern, ordering: .releasing)
+    }
+
     private func storeParameters(_ values: [Double]) {
         for p in PluginParameter.allCases { setParameter(p, values[p.rawValue]) }
     }
@@ -282,6 +292,7 @@ public final class PluginInstance: @unchecked Sendable {
                 if let old = current { retired.store(UInt(bitPattern: old.toOpaque()), ordering: .releasing) }
                 current = Unmanaged<EngineGraph>.fromOpaque(UnsafeRawPointer(bitPattern: p)!)
                 for i in 0..<PluginParameter.allCases.count { applied[i] = .nan }
+                appliedTempo = 0
             }
         }
         guard let current, frames > 0 else { return }
@@ -321,6 +332,11 @@ public final class PluginInstance: @unchecked Sendable {
 
     @inline(__always)
     private func applyParameters(_ engine: Engine) {
+        let tempo = Double(bitPattern: tempoBits.load(ordering: .acquiring))
+        if tempo != appliedTempo && tempo > 0 {
+            appliedTempo = tempo
+            engine.setTempo(beatsPerMinute: tempo)
+        }
         let gain = Double(bitPattern: gainBits.load(ordering: .acquiring))
         if gain != applied[0] {
             applied[0] = gain

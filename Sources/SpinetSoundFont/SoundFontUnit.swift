@@ -111,6 +111,14 @@ public final class SoundFontUnit: InstrumentUnit {
     private var sendTarget: UnsafeMutablePointer<Float>
     /// Send levels per group as last applied, for ramping.
     private var sendCurrent: UnsafeMutablePointer<Float>
+    /// Per group send: the level its ramp moves to, the step per frame and
+    /// the frames of the ramp left. A ramp lasts `sendRampFrames` however
+    /// the host splits its blocks, so the output does not depend on them.
+    private var sendAim: UnsafeMutablePointer<Float>
+    private var sendStep: UnsafeMutablePointer<Float>
+    private var sendRampLeft: UnsafeMutablePointer<Int>
+    /// About 5 ms at 48 kHz: no zipper noise on CC 91/93/94 changes.
+    static let sendRampFrames = 256
     private var voices = 0
     /// What FluidSynth says while this unit works on the render path.
     private let renderLog = RealtimeLog(slots: 64)
@@ -237,6 +245,12 @@ public final class SoundFontUnit: InstrumentUnit {
         sendCurrent = .allocate(capacity: 3 * groups)
         Self.resetSends(sendTarget, count: channels)
         Self.resetSends(sendCurrent, count: groups)
+        sendAim = .allocate(capacity: 3 * groups)
+        Self.resetSends(sendAim, count: groups)
+        sendStep = .allocate(capacity: 3 * groups)
+        sendStep.initialize(repeating: 0, count: 3 * groups)
+        sendRampLeft = .allocate(capacity: 3 * groups)
+        sendRampLeft.initialize(repeating: 0, count: 3 * groups)
         groupActive = .allocate(capacity: groups)
         groupActive.initialize(repeating: false, count: groups)
         groupOwner = .allocate(capacity: groups)
@@ -345,6 +359,9 @@ public final class SoundFontUnit: InstrumentUnit {
         delete_fluid_settings(settings)
         sendTarget.deallocate()
         sendCurrent.deallocate()
+        sendAim.deallocate()
+        sendStep.deallocate()
+        sendRampLeft.deallocate()
         groupActive.deallocate()
         groupOwner.deallocate()
         ownerFixed.deallocate()
@@ -504,7 +521,6 @@ public final class SoundFontUnit: InstrumentUnit {
         fluid_synth_process(synth, Int32(frames), 0, nil, Int32(2 * groups), pointers)
         voices = Int(fluid_synth_get_active_voice_count(synth))
         output.silence(frames: frames)
-        let ramp = 1 / Float(frames)
         for g in 0..<groups where groupActive[g] {
             let l = buffers + 2 * g * stride, r = buffers + (2 * g + 1) * stride
             for i in 0..<frames {
@@ -512,27 +528,43 @@ public final class SoundFontUnit: InstrumentUnit {
                 output.right[i] += r[i]
             }
             let owner = 3 * groupOwner[g]
-            mixSend(3 * g, owner, l, r, into: output.reverbLeft, output.reverbRight, frames: frames, ramp: ramp)
-            mixSend(3 * g + 1, owner + 1, l, r, into: output.chorusLeft, output.chorusRight, frames: frames, ramp: ramp)
-            mixSend(3 * g + 2, owner + 2, l, r, into: output.delayLeft, output.delayRight, frames: frames, ramp: ramp)
+            mixSend(3 * g, owner, l, r, into: output.reverbLeft, output.reverbRight, frames: frames)
+            mixSend(3 * g + 1, owner + 1, l, r, into: output.chorusLeft, output.chorusRight, frames: frames)
+            mixSend(3 * g + 2, owner + 2, l, r, into: output.delayLeft, output.delayRight, frames: frames)
         }
     }
 
-    /// Adds one group into one send, its level ramping from the level last
-    /// applied to the owning channel's over the call (no zipper noise on CC changes).
+    /// Adds one group into one send. A new level for the owning channel
+    /// starts a ramp of `sendRampFrames` frames from the level reached (no
+    /// zipper noise on CC changes), which goes on across calls: the same
+    /// frames get the same levels however the calls are split.
     @inline(__always)
     private func mixSend(_ index: Int, _ target: Int, _ l: UnsafeMutablePointer<Float>, _ r: UnsafeMutablePointer<Float>,
-                         into dl: UnsafeMutablePointer<Float>, _ dr: UnsafeMutablePointer<Float>, frames: Int, ramp: Float) {
-        let from = sendCurrent[index], to = sendTarget[target]
-        if from == 0 && to == 0 { return }
-        let step = (to - from) * ramp
-        var level = from
-        for i in 0..<frames {
+                         into dl: UnsafeMutablePointer<Float>, _ dr: UnsafeMutablePointer<Float>, frames: Int) {
+        let to = sendTarget[target]
+        if to != sendAim[index] {
+            sendAim[index] = to
+            sendRampLeft[index] = Self.sendRampFrames
+            sendStep[index] = (to - sendCurrent[index]) / Float(Self.sendRampFrames)
+        }
+        var level = sendCurrent[index]
+        let ramping = min(sendRampLeft[index], frames)
+        if ramping == 0 && level == 0 { return }
+        let step = sendStep[index]
+        for i in 0..<ramping {
             level += step
             dl[i] += l[i] * level
             dr[i] += r[i] * level
         }
-        sendCurrent[index] = to
+        sendRampLeft[index] -= ramping
+        if sendRampLeft[index] == 0 { level = to }
+        if level != 0 {
+            for i in ramping..<frames {
+                dl[i] += l[i] * level
+                dr[i] += r[i] * level
+            }
+        }
+        sendCurrent[index] = level
     }
 
     public func deliveryFrame(forEventAt frame: Int64) -> Int64 {

@@ -81,6 +81,11 @@ void spinet_plugin_deactivate(spinet_plugin *plugin);
 void spinet_plugin_process(spinet_plugin *plugin, uint32_t frames, float *left, float *right,
                            const spinet_midi_event *events, uint32_t event_count);
 
+// The host's tempo, in beats per minute (the delay's note values follow
+// it; 120 until told). Audio thread or any other; applied at the next
+// process call. Values outside 10 ... 1000 are ignored.
+void spinet_plugin_set_tempo(spinet_plugin *plugin, double beats_per_minute);
+
 // Frames of delay the plugin adds (the limiter's look-ahead) at its rate.
 uint32_t spinet_plugin_latency(const spinet_plugin *plugin);
 
