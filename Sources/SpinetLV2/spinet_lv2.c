@@ -36,6 +36,7 @@
 #include <lv2/options/options.h>
 #include <lv2/patch/patch.h>
 #include <lv2/state/state.h>
+#include <lv2/time/time.h>
 #include <lv2/urid/urid.h>
 #include <lv2/worker/worker.h>
 
@@ -62,7 +63,8 @@ enum {
 
 typedef struct {
     LV2_URID atom_Path, atom_String, atom_URID, atom_Int, atom_Long;
-    LV2_URID atom_Object, atom_Sequence, midi_MidiEvent;
+    LV2_URID atom_Object, atom_Blank, atom_Float, atom_Double, atom_Sequence, midi_MidiEvent;
+    LV2_URID time_Position, time_beatsPerMinute;
     LV2_URID patch_Set, patch_Get, patch_property, patch_value;
     LV2_URID spinet_soundfont, spinet_settings;
     LV2_URID bufsz_maxBlockLength, bufsz_nominalBlockLength;
@@ -132,6 +134,11 @@ static void map_uris(LV2_URID_Map *map, uris_t *u) {
     u->atom_Int = map->map(map->handle, LV2_ATOM__Int);
     u->atom_Long = map->map(map->handle, LV2_ATOM__Long);
     u->atom_Object = map->map(map->handle, LV2_ATOM__Object);
+    u->atom_Blank = map->map(map->handle, LV2_ATOM__Blank);
+    u->atom_Float = map->map(map->handle, LV2_ATOM__Float);
+    u->atom_Double = map->map(map->handle, LV2_ATOM__Double);
+    u->time_Position = map->map(map->handle, LV2_TIME__Position);
+    u->time_beatsPerMinute = map->map(map->handle, LV2_TIME__beatsPerMinute);
     u->atom_Sequence = map->map(map->handle, LV2_ATOM__Sequence);
     u->midi_MidiEvent = map->map(map->handle, LV2_MIDI__MidiEvent);
     u->patch_Set = map->map(map->handle, LV2_PATCH__Set);
@@ -370,6 +377,21 @@ static void handle_patch(spinet_lv2 *self, const LV2_Atom_Object *object) {
     }
 }
 
+// A time:Position from the host: its tempo sets the delay's note values.
+static void handle_position(spinet_lv2 *self, const LV2_Atom_Object *object) {
+    const uris_t *u = &self->uris;
+    const LV2_Atom *bpm = NULL;
+    lv2_atom_object_get(object, u->time_beatsPerMinute, &bpm, 0);
+    if (!bpm) return;
+    double value;
+    if (bpm->type == u->atom_Float) value = ((const LV2_Atom_Float *)bpm)->body;
+    else if (bpm->type == u->atom_Double) value = ((const LV2_Atom_Double *)bpm)->body;
+    else if (bpm->type == u->atom_Int) value = ((const LV2_Atom_Int *)bpm)->body;
+    else if (bpm->type == u->atom_Long) value = (double)((const LV2_Atom_Long *)bpm)->body;
+    else return;
+    spinet_plugin_set_tempo(self->core, value);
+}
+
 static void write_font_path(spinet_lv2 *self) {
     const uris_t *u = &self->uris;
     LV2_Atom_Forge *forge = &self->forge;
@@ -428,8 +450,10 @@ static void run(LV2_Handle instance, uint32_t frames) {
                 self->events[count].size = ev->body.size;
                 self->events[count].data = LV2_ATOM_BODY_CONST(&ev->body);
                 ++count;
-            } else if (ev->body.type == u->atom_Object) {
-                handle_patch(self, (const LV2_Atom_Object *)&ev->body);
+            } else if (ev->body.type == u->atom_Object || ev->body.type == u->atom_Blank) {
+                const LV2_Atom_Object *object = (const LV2_Atom_Object *)&ev->body;
+                if (object->body.otype == u->time_Position) handle_position(self, object);
+                else handle_patch(self, object);
             }
         }
     }

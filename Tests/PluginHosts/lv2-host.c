@@ -17,7 +17,8 @@
 //
 // The event file has one event a line: `FRAME BYTE...` (hex MIDI bytes,
 // e.g. `0 b0 00 7e`), `FRAME font PATH` (a patch:Set of spinet:soundfont),
-// or `FRAME get` (a patch:Get); `#` starts a comment. Events are sorted by
+// `FRAME get` (a patch:Get) or `FRAME tempo BPM` (a time:Position with
+// time:beatsPerMinute); `#` starts a comment. Events are sorted by
 // frame (the file's order on one frame) and go to the block that holds
 // their frame, at their offset in it.
 //
@@ -49,6 +50,7 @@
 #include <lv2/options/options.h>
 #include <lv2/patch/patch.h>
 #include <lv2/state/state.h>
+#include <lv2/time/time.h>
 #include <lv2/urid/urid.h>
 #include <lv2/worker/worker.h>
 
@@ -109,7 +111,7 @@ static LV2_Log_Log host_log = {NULL, log_printf, log_vprintf};
 // ---------------------------------------------------------------------------
 // Events
 
-typedef enum { EV_MIDI, EV_FONT, EV_GET } event_kind;
+typedef enum { EV_MIDI, EV_FONT, EV_GET, EV_TEMPO } event_kind;
 typedef struct {
     uint64_t frame;
     size_t line;   // the order in the file, for events on one frame
@@ -117,6 +119,7 @@ typedef struct {
     uint32_t size;
     uint8_t bytes[256];
     char path[1024];
+    float tempo;
 } event;
 
 typedef struct {
@@ -157,6 +160,9 @@ static event_list read_events(const char *file) {
             snprintf(e.path, sizeof e.path, "%s", p);
         } else if (!strncmp(p, "get", 3)) {
             e.kind = EV_GET;
+        } else if (!strncmp(p, "tempo ", 6)) {
+            e.kind = EV_TEMPO;
+            e.tempo = strtof(p + 6, NULL);
         } else {
             e.kind = EV_MIDI;
             for (;;) {
@@ -315,6 +321,14 @@ static void build_control(host_instance *h, LV2_Atom_Forge *forge, uint64_t star
             lv2_atom_forge_urid(forge, map_uri(NULL, SPINET_LV2__soundfont));
             lv2_atom_forge_key(forge, map_uri(NULL, LV2_PATCH__value));
             lv2_atom_forge_path(forge, e->path, (uint32_t)strlen(e->path));
+            lv2_atom_forge_pop(forge, &obj);
+            break;
+        }
+        case EV_TEMPO: {
+            LV2_Atom_Forge_Frame obj;
+            lv2_atom_forge_object(forge, &obj, 0, map_uri(NULL, LV2_TIME__Position));
+            lv2_atom_forge_key(forge, map_uri(NULL, LV2_TIME__beatsPerMinute));
+            lv2_atom_forge_float(forge, e->tempo);
             lv2_atom_forge_pop(forge, &obj);
             break;
         }

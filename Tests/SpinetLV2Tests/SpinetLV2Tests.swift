@@ -214,6 +214,26 @@ struct SpinetLV2Tests {
         #expect(p > s + 20, "the piano is not the sine: \(p) dB")
     }
 
+    /// The host's tempo (a time:Position on the control port) reaches the
+    /// delay: an eighth note at 120 bpm (the default) is 12000 frames; at
+    /// 90 bpm the first echo comes later.
+    @Test func theHostsTempoSetsTheDelay() throws {
+        let dir = try Self.directory("tempo")
+        let notes = ["0 b0 5e 7f", MIDILines.noteOn(1000, key: 60), MIDILines.noteOff(3000, key: 60)]   // CC 94: delay send
+        let none = try LV2Host.run(["--frames", "96000"], events: notes, in: dir, name: "none")
+        let at120 = try LV2Host.run(["--frames", "96000"], events: ["0 tempo 120"] + notes, in: dir, name: "t120")
+        let at90 = try LV2Host.run(["--frames", "96000"], events: ["0 tempo 90"] + notes, in: dir, name: "t90")
+        try #require(none.status == 0 && at120.status == 0 && at90.status == 0, "\(at90.stderr)")
+        let same = none.left.bits == at120.left.bits
+        #expect(same, "120 bpm is the default")
+        let echo = 1000 + 12000 + (none.value("latency") ?? 0)
+        let before = differenceDB(Array(none.left[0..<echo]), Array(at90.left[0..<echo]))
+        let after = differenceDB(none.left, at90.left)
+        print("lv2: 90 vs 120 bpm: \(before) dB before the first echo, \(after) dB in all")
+        #expect(before < -90, "the dry note is the same")
+        #expect(after > -20, "the echoes moved")
+    }
+
     // MARK: State
 
     /// The state (font path, settings JSON, port values) saved from one
