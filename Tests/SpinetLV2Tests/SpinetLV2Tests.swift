@@ -376,12 +376,16 @@ struct SpinetLV2Tests {
         let font = try #require(try LV2Host.otherFont(in: dir), "no second GM SoundFont installed")
         let events = MIDILines.synth(channel: 0, program: 8) + [MIDILines.noteOn(3001), "4096 font \(font)"] +
             (1...20).map { "\($0 * 24000) get" }
-        let r = try LV2Host.run(["--minimal-features", "--pace", "--block", "1024", "--frames", "480000"] + Self.dry,
+        let r = try LV2Host.run(["--minimal-features", "--pace", "--probe", "--block", "1024", "--frames", "480000"] + Self.dry,
                                 events: events, in: dir, name: "minimal", timeout: 120)
         try #require(r.status == 0, "\(r.stderr)")
         let latency = try #require(r.value("latency"))
         #expect(r.left.firstAbove(1e-5) == 3001 + latency)
         #expect(r.notifiedFonts().contains(font), "the loader thread loaded it: \(r.notifiedFonts())")
+        // Handing the path to the loader thread (sem_post) takes no lock in run().
+        if SpinetTestEnvironment.sanitizer == nil, let counts = r.probe() {
+            #expect(counts["locks"] == 0 && counts["frees"] == 0 && (counts["allocating_runs"] ?? 99) <= 1, "\(counts)")
+        }
     }
 
     // MARK: A real host
