@@ -179,11 +179,10 @@ extension MIDIMessage {
         case .noteOff: return true
         case .noteOn(_, _, let v): return v == 0
         case .controlChange(_, let n, let v):
-            switch n {
-            case 64, 66, 69: return v < 64
-            case 120, 121, 123...127: return true
-            default: return false
-            }
+            // comparisons, not a range pattern (its metadata allocates the
+            // first time an unoptimized build runs it)
+            if n == 64 || n == 66 || n == 69 { return v < 64 }
+            return n == 120 || n == 121 || n >= 123
         case .systemReset: return true
         default: return false
         }

@@ -132,6 +132,10 @@ public final class SendEffects {
         gsHall.withUnsafeBufferPointer { if let r = EffectTypeSysEx($0) { request(r, forSet: 0) } }
         reverbForSet[0] = nil
         chorusForSet[0] = nil
+        // `[0, 0]` is a constant the compiler may keep in read-only
+        // storage: the first write copies it (an allocation). Here, not in
+        // the first block.
+        tempoForSet[0] = 0
         warmUp()
         if self.reverb != nil { self.reverb!.tailFrames = Self.tailFrames(self.reverb!.effect, sampleRate, maxFrames) }
         if self.chorus != nil { self.chorus!.tailFrames = Self.tailFrames(self.chorus!.effect, sampleRate, maxFrames) }

@@ -7,6 +7,7 @@ import SpinetFile
 import SpinetMIDI
 import SpinetRig
 import SpinetSoundFont
+import SpinetSynth
 
 /// One plugin instance: a live graph from the rig (`GraphBuilder.live`, the
 /// graph `spinet play` runs), driven by a host's process calls with the
@@ -97,6 +98,43 @@ public final class PluginInstance: @unchecked Sendable {
         scratch.deallocate()
     }
 
+    /// The first events an engine in this process delivers instantiate
+    /// runtime metadata (in an unoptimized build: 6 allocations and 8 locks
+    /// at the first controller, once per process): here, on a throwaway
+    /// graph of the same kind at the first activation, not in a host's
+    /// first process call.
+    private static let warmed = Atomic<Bool>(false)
+
+    private func warmEventPath(font: String, settings: GraphSettings) {
+        guard !Self.warmed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        var o = settings.soundFont
+        o.programs = [0]
+        o.polyphony = 8
+        guard let unit = try? SoundFontUnit(fonts: [font], sampleRate: sampleRate, channels: 16, options: o),
+              let graph = try? GraphBuilder.live(settings, soundFont: unit, inputCapacities: []) else { return }
+        graph.engine.prepare(sampleRate: sampleRate, maxFrames: 64)
+        let gmOn: [UInt8] = [0xF0, 0x7E, 0x7F, 0x09, 0x01, 0xF7]
+        let l = UnsafeMutablePointer<Float>.allocate(capacity: 64), r = UnsafeMutablePointer<Float>.allocate(capacity: 64)
+        defer { l.deallocate(); r.deallocate() }
+        var messages: [MIDIMessage] = [.programChange(channel: 0, program: 0), .noteOn(channel: 0, key: 60, velocity: 90),
+                                       .polyPressure(channel: 0, key: 60, pressure: 10), .channelPressure(channel: 0, pressure: 10),
+                                       .pitchBend(channel: 0, value: 9000), .noteOff(channel: 0, key: 60, velocity: 0),
+                                       .controlChange(channel: 1, controller: 0, value: OscillatorSynth.spinetPresetBank),
+                                       .programChange(channel: 1, program: 0), .noteOn(channel: 1, key: 60, velocity: 90),
+                                       .noteOff(channel: 1, key: 60, velocity: 0), .controlChange(channel: 1, controller: 0, value: 0),
+                                       .programChange(channel: 1, program: 0), .systemReset]
+        for n: UInt8 in [1, 7, 10, 11, 64, 66, 67, 69, 91, 93, 94, 100, 101, 6, 38, 121, 123, 120] {
+            messages.append(.controlChange(channel: 0, controller: n, value: n == 64 ? 100 : 0))
+        }
+        gmOn.withUnsafeBufferPointer { sysEx in
+            var events = messages.enumerated().map { CallbackEvent(offset: $0.offset % 64, $0.element) }
+            events.append(CallbackEvent(offset: 63, sysEx: sysEx))
+            events.withUnsafeBufferPointer { e in
+                for _ in 0..<2 { graph.engine.render(frames: 64, left: l, right: r, events: e) }
+            }
+        }
+    }
+
     /// Writes one line to the host's log (control side).
     public func logLine(_ level: Int32, _ line: String) { log(level, line) }
 
@@ -163,6 +201,7 @@ public final class PluginInstance: @unchecked Sendable {
             current?.release()
             current = .passRetained(graph)
             graph.engine.prepare(sampleRate: sampleRate, maxFrames: frames)
+            warmEventPath(font: settings.soundFont, settings: graph.settings)
             maxFrames = frames
             applied.update(repeating: .nan, count: PluginParameter.allCases.count)
             appliedTempo = 0

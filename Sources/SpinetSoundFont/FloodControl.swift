@@ -109,10 +109,10 @@ final class FloodControl {
     static func slot(for m: MIDIMessage) -> Int? {
         switch m {
         case .controlChange(let c, let n, _):
-            switch n {
-            case 6, 38, 64...69, 96...101, 120...127: return nil
-            default: return Int(c) * slotsPerChannel + Int(n)
-            }
+            // comparisons, not range patterns: those instantiate ClosedRange
+            // metadata (allocating) the first time an unoptimized build runs them
+            if n == 6 || n == 38 || (n >= 64 && n <= 69) || (n >= 96 && n <= 101) || n >= 120 { return nil }
+            return Int(c) * slotsPerChannel + Int(n)
         case .pitchBend(let c, _): return Int(c) * slotsPerChannel + 128
         case .channelPressure(let c, _): return Int(c) * slotsPerChannel + 129
         default: return nil
