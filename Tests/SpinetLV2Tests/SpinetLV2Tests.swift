@@ -49,6 +49,7 @@ struct SpinetLV2Tests {
 
     @Test func lv2infoSeesAnInstrumentWithItsPorts() throws {
         let dir = try Self.directory("lv2info")
+        defer { try? FileManager.default.removeItem(at: dir) }
         try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("spinet.lv2").path,
                                                    withDestinationPath: LV2Host.bundle)
         let r = try SpinetCommand.run(["https://spinet.dev/plugins/spinet"],
@@ -87,6 +88,7 @@ struct SpinetLV2Tests {
     /// there with the font beside it.
     @Test func installPluginsPutsTheBundleWhereHostsLook() throws {
         let dir = try Self.directory("install")
+        defer { try? FileManager.default.removeItem(at: dir) }
         let root = SpinetCommand.repositoryRoot.path
         let staged = try SpinetCommand.run(["-C", root, "install-plugins-lv2", "PREFIX=/usr", "DESTDIR=\(dir.path)/stage"],
                                            environment: ["MAKEFLAGS": ""], program: "/usr/bin/make")
@@ -112,6 +114,7 @@ struct SpinetLV2Tests {
     @Test(arguments: [44100, 48000, 96000], [1, 37, 64, 500, 4096])
     func synthOnsetsAreExactToTheFrame(rate: Int, block: Int) throws {
         let dir = try Self.directory("onset")
+        defer { try? FileManager.default.removeItem(at: dir) }
         let note = 3001
         let events = MIDILines.synth(channel: 0, program: 8) + [MIDILines.noteOn(note), MIDILines.noteOff(note + 2000)]
         let r = try LV2Host.run(["--rate", "\(rate)", "--block", "\(block)", "--frames", "\(note + 8000)"] + Self.dry,
@@ -130,6 +133,7 @@ struct SpinetLV2Tests {
     @Test(arguments: [1, 37, 64, 500, 4096])
     func soundFontOnsetsAreOnTheGrid(block: Int) throws {
         let dir = try Self.directory("sf-onset")
+        defer { try? FileManager.default.removeItem(at: dir) }
         let note = 3001
         let r = try LV2Host.run(["--block", "\(block)", "--frames", "\(note + 12000)"] + Self.dry,
                                 events: [MIDILines.noteOn(note, channel: 1, key: 60), MIDILines.noteOff(note + 6000, channel: 1, key: 60)],
@@ -152,6 +156,7 @@ struct SpinetLV2Tests {
     /// Onsets are exact regardless (synthOnsetsAreExactToTheFrame).
     @Test func theOutputIsTheSameForAnyBlockSize() throws {
         let dir = try Self.directory("blocks")
+        defer { try? FileManager.default.removeItem(at: dir) }
         let events = MIDILines.synth(channel: 2, program: 8, at: 0) +
             [MIDILines.noteOn(1000, channel: 0, key: 60), MIDILines.noteOn(2345, channel: 2, key: 64),
              MIDILines.noteOff(9000, channel: 0, key: 60), MIDILines.noteOff(11111, channel: 2, key: 64)]
@@ -177,6 +182,7 @@ struct SpinetLV2Tests {
 
     @Test func theDefaultSoundFontIsHeard() throws {
         let dir = try Self.directory("font")
+        defer { try? FileManager.default.removeItem(at: dir) }
         let r = try LV2Host.run(["--frames", "48000"] + Self.dry,
                                 events: [MIDILines.noteOn(1000, key: 60), MIDILines.noteOff(30000, key: 60), "40000 get"],
                                 in: dir, name: "font")
@@ -193,6 +199,7 @@ struct SpinetLV2Tests {
     /// partial, where the SoundFont's piano on the same key has many.
     @Test func bankSelect126ReachesTheSynth() throws {
         let dir = try Self.directory("bank")
+        defer { try? FileManager.default.removeItem(at: dir) }
         let sine = try LV2Host.run(["--frames", "24000"] + Self.dry,
                                    events: MIDILines.synth(channel: 0, program: 8) + [MIDILines.noteOn(1000, key: 69)],
                                    in: dir, name: "sine")
@@ -222,6 +229,7 @@ struct SpinetLV2Tests {
     /// 90 bpm the first echo comes later.
     @Test func theHostsTempoSetsTheDelay() throws {
         let dir = try Self.directory("tempo")
+        defer { try? FileManager.default.removeItem(at: dir) }
         let notes = ["0 b0 5e 7f", MIDILines.noteOn(1000, key: 60), MIDILines.noteOff(3000, key: 60)]   // CC 94: delay send
         let none = try LV2Host.run(["--frames", "96000"], events: notes, in: dir, name: "none")
         let at120 = try LV2Host.run(["--frames", "96000"], events: ["0 tempo 120"] + notes, in: dir, name: "t120")
@@ -244,6 +252,7 @@ struct SpinetLV2Tests {
     /// same input.
     @Test func aStateRoundTripRendersTheSameBytes() throws {
         let dir = try Self.directory("state")
+        defer { try? FileManager.default.removeItem(at: dir) }
         let font = try #require(try LV2Host.otherFont(in: dir), "no second GM SoundFont installed (timgm6mb-soundfont or fluid-soundfont-gm)")
         let saveAt = 24576
         let input = MIDILines.synth(channel: 2, program: 1, at: 0) + [
@@ -286,6 +295,7 @@ struct SpinetLV2Tests {
 
     @Test func twoInstancesAtOnceAreIndependent() throws {
         let dir = try Self.directory("two")
+        defer { try? FileManager.default.removeItem(at: dir) }
         let a = [MIDILines.noteOn(1000, key: 60), MIDILines.noteOff(20000, key: 60)]
         let b = MIDILines.synth(channel: 0, program: 1) + [MIDILines.noteOn(2000, key: 64), MIDILines.noteOff(15000, key: 64)]
         let alone1 = try LV2Host.run(["--frames", "30000", "--block", "256"], events: a, in: dir, name: "a")
@@ -307,6 +317,7 @@ struct SpinetLV2Tests {
     @Test(arguments: [37, 512])
     func activateDeactivateCycles(block: Int) throws {
         let dir = try Self.directory("cycles")
+        defer { try? FileManager.default.removeItem(at: dir) }
         // Activation starts from scratch, the channels' programs too: the
         // synth is chosen again after the first cycle.
         let events = [MIDILines.noteOn(1000, key: 60)] +        // held across the first cycle
@@ -331,6 +342,7 @@ struct SpinetLV2Tests {
     /// already sounding rings on, later notes play the new font.
     @Test func aFontChangeWhileProcessing() throws {
         let dir = try Self.directory("change")
+        defer { try? FileManager.default.removeItem(at: dir) }
         let font = try #require(try LV2Host.otherFont(in: dir), "no second GM SoundFont installed")
         let notes = [MIDILines.noteOn(0, key: 60), MIDILines.noteOff(30000, key: 60),
                      MIDILines.noteOn(36000, key: 64), MIDILines.noteOff(60000, key: 64), "64000 get"]
@@ -351,6 +363,7 @@ struct SpinetLV2Tests {
 
     @Test func aFontThatFailsToLoadLeavesTheOldOnePlaying() throws {
         let dir = try Self.directory("badfont")
+        defer { try? FileManager.default.removeItem(at: dir) }
         let notes = [MIDILines.noteOn(0, key: 60), MIDILines.noteOff(30000, key: 60), MIDILines.noteOn(36000, key: 64), "44000 get"]
         let same = try LV2Host.run(["--frames", "48000"], events: notes, in: dir, name: "same")
         let bad = dir.appendingPathComponent("no-such-font.sf2").path
@@ -367,6 +380,7 @@ struct SpinetLV2Tests {
 
     @Test func withoutURIDMapInstantiationFailsWithALogLine() throws {
         let dir = try Self.directory("nomap")
+        defer { try? FileManager.default.removeItem(at: dir) }
         let r = try LV2Host.run(["--no-map", "--frames", "512"], in: dir, name: "nomap")
         #expect(r.status == 3, "instantiate returned NULL")
         #expect(r.stderr.contains("urid#map"), "\(r.stderr)")
@@ -376,6 +390,7 @@ struct SpinetLV2Tests {
     /// thread), no options (block size unknown).
     @Test func aHostWithNoOptionalFeatureStillWorks() throws {
         let dir = try Self.directory("minimal")
+        defer { try? FileManager.default.removeItem(at: dir) }
         let font = try #require(try LV2Host.otherFont(in: dir), "no second GM SoundFont installed")
         let events = MIDILines.synth(channel: 0, program: 8) + [MIDILines.noteOn(3001), "4096 font \(font)"] +
             (1...20).map { "\($0 * 24000) get" }
@@ -401,6 +416,7 @@ struct SpinetLV2Tests {
                    && FileManager.default.isExecutableFile(atPath: "/usr/bin/jackd"), "jalv or jackd is not installed"))
     func jalvOnJACKPlaysTheNotesInTime() throws {
         let dir = try Self.directory("jalv")
+        defer { try? FileManager.default.removeItem(at: dir) }
         let wav = dir.appendingPathComponent("jalv.wav")
         let r = try SpinetCommand.run([SpinetCommand.repositoryRoot.appendingPathComponent("scripts/lv2-jalv-test.sh").path,
                                        LV2Host.pluginDirectory ?? "", wav.path, "4"], timeout: 120, program: "/bin/bash")
@@ -426,6 +442,7 @@ struct SpinetLV2Tests {
           arguments: [1024, 512])
     func thePluginRendersWhatSpinetRenderRenders(block: Int) throws {
         let dir = try Self.directory("parity")
+        defer { try? FileManager.default.removeItem(at: dir) }
         // 480 ticks per quarter note at 120 bpm: 1 tick = 1/960 s = 50 frames at 48 kHz.
         let events: [(tick: Int, bytes: [UInt8])] = [
             (0, [0xB2, 0x00, 0x7E]), (0, [0xC2, 0x01]),                 // channel 3: the synth's saw-lead
@@ -489,6 +506,7 @@ struct SpinetLV2Tests {
     @Test(.realtimeProbe, arguments: [64, 512])
     func runAllocatesNothing(block: Int) throws {
         let dir = try Self.directory("probe")
+        defer { try? FileManager.default.removeItem(at: dir) }
         var events = MIDILines.synth(channel: 3, program: 1)
         for i in 0..<40 {
             let f = 1000 + i * 4000
