@@ -126,11 +126,8 @@ BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 ZSHCOMPDIR ?= $(DATADIR)/zsh/site-functions
 FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 USERUNITDIR ?= $(PREFIX)/lib/systemd/user
-# Plugins: not yet (the plugin issue has not landed). When it does, install
-# them under $(PLUGINDIR) here (make deb packs what make install writes)
-# and list them in INSTALLED below, so that `make uninstall` and
-# scripts/install-tests.sh cover them.
-PLUGINDIR ?= $(PREFIX)/lib/spinet/plugins
+# The LV2 and CLAP plugins are installed apart, by `make install-plugins`
+# (into ~/.lv2 and ~/.clap, or under PREFIX): see the plugin targets below.
 VERSION := $(shell sed -n 's/.*version: "\(.*\)".*/\1/p' Sources/spinet/Spinet.swift)
 MAN_PAGES = spinet.1 spinet-render.1 spinet-play.1 spinet-ports.1 spinet-bench.1
 DIST = .build/dist
@@ -191,3 +188,44 @@ uninstall:
 deb: dist
 	@scripts/install-deps.sh dpkg-dev
 	@SWIFT=$(SWIFT) VERSION=$(VERSION) OUT=$(OUT) scripts/make-deb.sh
+
+# ---------------------------------------------------------------------------
+# The LV2 plugin (issue 17): `make plugins-lv2` builds the bundle
+# .build/plugins/spinet.lv2/ and the headless test host .build/plugins/lv2-host
+# (scripts/build-lv2.sh); `make install-plugins-lv2` copies the bundle to
+# ~/.lv2, or to $(DESTDIR)$(PREFIX)/lib/lv2 when PREFIX is given;
+# `make plugin-tests-lv2` runs Tests/SpinetLV2Tests on the built bundle (part
+# of `make check`, so of `make test`).
+LV2_DEPS = lv2-dev liblilv-dev lilv-utils sordi jalv timgm6mb-soundfont
+LV2_BUNDLE = .build/plugins/spinet.lv2
+ifeq ($(origin PREFIX),file)
+LV2_INSTALL_DIR ?= $(HOME)/.lv2
+else
+LV2_INSTALL_DIR ?= $(PREFIX)/lib/lv2
+endif
+
+.PHONY: plugins plugins-lv2 install-plugins install-plugins-lv2 uninstall-plugins-lv2 plugin-tests plugin-tests-lv2
+
+plugins: plugins-lv2
+install-plugins: install-plugins-lv2
+plugin-tests: plugin-tests-lv2
+check: plugin-tests-lv2
+
+plugins-lv2: deps
+	@scripts/install-deps.sh $(LV2_DEPS)
+	SWIFT=$(SWIFT) scripts/build-lv2.sh
+
+install-plugins-lv2:
+	@test -f $(LV2_BUNDLE)/spinet_lv2.so || $(MAKE) plugins-lv2
+	install -d $(DESTDIR)$(LV2_INSTALL_DIR)/spinet.lv2/SoundFonts
+	install -m 644 $(LV2_BUNDLE)/manifest.ttl $(LV2_BUNDLE)/spinet.ttl $(DESTDIR)$(LV2_INSTALL_DIR)/spinet.lv2/
+	install -m 755 $(LV2_BUNDLE)/spinet_lv2.so $(DESTDIR)$(LV2_INSTALL_DIR)/spinet.lv2/
+	install -m 644 $(LV2_BUNDLE)/SoundFonts/sf_GMbank.sf2 $(LV2_BUNDLE)/SoundFonts/README.md $(DESTDIR)$(LV2_INSTALL_DIR)/spinet.lv2/SoundFonts/
+	@echo "Installed the LV2 plugin in $(DESTDIR)$(LV2_INSTALL_DIR)/spinet.lv2"
+
+uninstall-plugins-lv2:
+	rm -rf $(DESTDIR)$(LV2_INSTALL_DIR)/spinet.lv2
+
+# The release spinet is the one the parity test compares the plugin with.
+plugin-tests-lv2: plugins-lv2 release
+	SPINET_PLUGIN_DIR=$(CURDIR)/.build/plugins SPINET_BIN=$(SPINET_RELEASE_BIN) $(SWIFT) test --filter SpinetLV2Tests

@@ -1,20 +1,37 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// The plugins are built only by the plugin build (scripts/build-lv2.sh and
+// scripts/build-clap.sh set SPINET_BUILD_PLUGINS, in their own scratch path,
+// with -Xswiftc -static-stdlib): `swift build` builds every product, and the
+// release build's --static-swift-stdlib cannot link a dynamic library that
+// uses Foundation (it asks for the static-only lib_FoundationCShims); the
+// other builds need neither the plugins nor the LV2 headers (lv2-dev). The
+// CLAP glue (vendored headers) is compiled by every build all the same.
+let buildPlugins = Context.environment["SPINET_BUILD_PLUGINS"] != nil
+let pluginProducts: [Product] = buildPlugins ? [
+    // The LV2 plugin's library (the bundle: .build/plugins/spinet.lv2).
+    .library(name: "spinet_lv2", type: .dynamic, targets: ["SpinetLV2"]),
+    // .build/plugins/spinet.clap
+    .library(name: "spinet_clap", type: .dynamic, targets: ["SpinetCLAP"]),
+] : []
+let pluginTargets: [Target] = buildPlugins ? [
+    // The LV2 glue in C over the core's C API; only lv2_descriptor and
+    // GOMP_parallel are exported (spinet_lv2.map). The TTL is in bundle/.
+    // -z nodelete: a host's dlclose must not unload the plugin and its
+    // libraries, since libgomp keeps a pool thread (started by
+    // libfluidsynth's font loading) that would crash in unmapped code.
+    .target(name: "SpinetLV2", dependencies: ["CSpinetPlugin", "SpinetPlugin"],
+            exclude: ["bundle", "spinet_lv2.map"],
+            linkerSettings: [
+                .unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/SpinetLV2/spinet_lv2.map",
+                              "-Xlinker", "-z", "-Xlinker", "nodelete"]),
+            ]),
+] : []
+
 // Thread ownership is visible in the module split: SpinetEngine is the
 // real-time core (no C, nothing that allocates in render); the C libraries
 // stay behind shim modules (CALSA, CFluidSynth, CSndFile).
-// The plugin libraries are products only for the plugin build
-// (scripts/build-clap.sh sets SPINET_BUILD_PLUGINS, in its own scratch path):
-// `swift build` builds every product, and a dynamic library that links
-// Foundation cannot be linked by the main release build's
-// --static-swift-stdlib (the objects then ask for the static-only
-// lib_FoundationCShims and lib_FoundationCollections). The targets are
-// compiled by every build all the same.
-let pluginProducts: [Product] = Context.environment["SPINET_BUILD_PLUGINS"] == nil ? [] : [
-    // .build/plugins/spinet.clap
-    .library(name: "spinet_clap", type: .dynamic, targets: ["SpinetCLAP"]),
-]
 
 let package = Package(
     name: "Spinet",
@@ -124,6 +141,9 @@ let package = Package(
         .testTarget(name: "SpinetPluginTests", dependencies: ["SpinetPlugin", "CSpinetPlugin", "SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
         // The CLAP plugin under Tests/PluginHosts/clap-host.c (SPINET_PLUGIN_DIR: make plugin-tests-clap).
         .testTarget(name: "SpinetCLAPTests", dependencies: ["SpinetTestSupport", "SpinetTestTraits"]),
+        // Runs the headless LV2 host (Tests/PluginHosts/lv2-host.c) on the
+        // built bundle; enabled by SPINET_PLUGIN_DIR (make plugin-tests).
+        .testTarget(name: "SpinetLV2Tests", dependencies: ["SpinetTestSupport", "SpinetTestTraits", "SpinetPlugin", "CSpinetPlugin"]),
         .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport", "CEBUR128", "SpinetTestTraits"]),
-    ]
+    ] + pluginTargets
 )

@@ -1,0 +1,22 @@
+// Spinet's LV2 glue (spinet_lv2.c): the plugin's only exported entry point
+// is lv2_descriptor, declared by <lv2/core/lv2.h>. This header names the
+// URIs the bundle's TTL and the test host share.
+#ifndef SPINET_LV2_H
+#define SPINET_LV2_H
+
+#define SPINET_LV2_URI "https://spinet.dev/plugins/spinet"
+#define SPINET_LV2_NS "https://spinet.dev/ns/spinet#"
+// The SoundFont file parameter (patch:Set / patch:Get, and a state key).
+#define SPINET_LV2__soundfont SPINET_LV2_NS "soundfont"
+// The state key of the core's settings (JSON, an atom:String).
+#define SPINET_LV2__settings SPINET_LV2_NS "settings"
+// A private extension_data for test hosts: how many one-thread OpenMP
+// regions ran inline in this process (spinet_plugin_inline_parallel_regions),
+// the evidence that the plugin's GOMP_parallel took libfluidsynth's calls.
+#define SPINET_LV2__inlineRegions SPINET_LV2_NS "inlineRegions"
+
+typedef struct spinet_lv2_inline_regions {
+    unsigned long (*count)(void);
+} spinet_lv2_inline_regions;
+
+#endif

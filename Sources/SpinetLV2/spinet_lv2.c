@@ -1,0 +1,621 @@
+// Spinet as an LV2 instrument: the glue between an LV2 host and the plugin
+// core (include/spinet_plugin.h). One file, read top to bottom, like LV2's
+// eg-sampler: ports, the run loop, the SoundFont file parameter (patch:Set
+// through the worker), state, and the descriptor.
+//
+// Threads (LV2's threading classes):
+//   - instantiate, activate, deactivate, cleanup, state save/restore: the
+//     host's instantiation thread;
+//   - run, work_response: the audio thread. They allocate nothing, take no
+//     lock and never log: events are copied into a preallocated array, and
+//     a SoundFont change is handed to the worker (or, in a host without the
+//     worker feature, to a loader thread of our own);
+//   - work: the host's worker thread, where the font is loaded.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lv2/atom/atom.h>
+#include <lv2/atom/forge.h>
+#include <lv2/atom/util.h>
+#include <lv2/buf-size/buf-size.h>
+#include <lv2/core/lv2.h>
+#include <lv2/core/lv2_util.h>
+#include <lv2/log/log.h>
+#include <lv2/log/logger.h>
+#include <lv2/midi/midi.h>
+#include <lv2/options/options.h>
+#include <lv2/patch/patch.h>
+#include <lv2/state/state.h>
+#include <lv2/time/time.h>
+#include <lv2/urid/urid.h>
+#include <lv2/worker/worker.h>
+
+#include "spinet_plugin.h"
+#include "spinet_lv2.h"
+
+// The port indices of spinet.ttl.
+enum {
+    PORT_CONTROL = 0,   // atom:Sequence in: MIDI and patch messages
+    PORT_NOTIFY = 1,    // atom:Sequence out: patch:Set replies
+    PORT_OUT_L = 2,
+    PORT_OUT_R = 3,
+    PORT_PARAM = 4,     // PORT_PARAM + spinet_param_id: gain ... ceiling
+    PORT_LATENCY = PORT_PARAM + SPINET_PARAM_COUNT,
+    PORT_COUNT
+};
+
+// MIDI events one run call collects before it renders; more in one block
+// are rendered in pieces (split at the event's frame).
+#define EVENT_CAPACITY 512
+// The longest SoundFont path the audio thread handles (patch:Get replies,
+// loader requests). Longer paths still load through state restore.
+#define PATH_CAPACITY 4096
+
+typedef struct {
+    LV2_URID atom_Path, atom_String, atom_URID, atom_Int, atom_Long;
+    LV2_URID atom_Object, atom_Blank, atom_Float, atom_Double, atom_Sequence, midi_MidiEvent;
+    LV2_URID time_Position, time_beatsPerMinute;
+    LV2_URID patch_Set, patch_Get, patch_property, patch_value;
+    LV2_URID spinet_soundfont, spinet_settings;
+    LV2_URID bufsz_maxBlockLength, bufsz_nominalBlockLength;
+} uris_t;
+
+// The worker's reply to a font load: the status and the path now in use
+// (sent only up to the path's NUL).
+typedef struct {
+    int32_t status;
+    char path[PATH_CAPACITY];
+} load_reply;
+
+// Font loads in a host without worker:schedule: a thread of ours that
+// waits on a semaphore. run() hands it a request through `state` (a
+// single-slot handoff: the owner of the slot is whoever state says).
+enum { LOADER_IDLE = 0, LOADER_REQUESTED = 1, LOADER_DONE = 2 };
+typedef struct {
+    pthread_t thread;
+    bool running;
+    sem_t wake;
+    atomic_int state;
+    atomic_bool quit;
+    char request[PATH_CAPACITY];   // run -> thread (state REQUESTED)
+    char result[PATH_CAPACITY];    // thread -> run (state DONE)
+    // A request made while the loader was busy: the latest one wins.
+    char pending[PATH_CAPACITY];
+    bool has_pending;
+} loader_t;
+
+typedef struct {
+    spinet_plugin *core;
+    LV2_URID_Map *map;
+    LV2_Log_Logger logger;
+    LV2_Worker_Schedule *schedule;
+    uris_t uris;
+    LV2_Atom_Forge forge;
+    uint32_t max_block;
+
+    const LV2_Atom_Sequence *control;
+    LV2_Atom_Sequence *notify;
+    float *out_l, *out_r;
+    const float *params[SPINET_PARAM_COUNT];
+    float *latency;
+
+    float last_param[SPINET_PARAM_COUNT];
+    bool param_sent[SPINET_PARAM_COUNT];
+
+    spinet_midi_event events[EVENT_CAPACITY];
+
+    // The SoundFont path as the audio thread knows it (for patch:Get), and
+    // whether a patch:Set telling it is due on notify.
+    char font_path[PATH_CAPACITY];
+    bool font_path_due;
+
+    loader_t *loader;   // NULL when the host gives worker:schedule
+
+    // The core takes its non-real-time calls (load_soundfont, save_state,
+    // soundfont_path, restore_state) one at a time; a host may save state
+    // on its main thread while the worker loads a font. Never taken in run.
+    pthread_mutex_t nonrt_lock;
+} spinet_lv2;
+
+static void map_uris(LV2_URID_Map *map, uris_t *u) {
+    u->atom_Path = map->map(map->handle, LV2_ATOM__Path);
+    u->atom_String = map->map(map->handle, LV2_ATOM__String);
+    u->atom_URID = map->map(map->handle, LV2_ATOM__URID);
+    u->atom_Int = map->map(map->handle, LV2_ATOM__Int);
+    u->atom_Long = map->map(map->handle, LV2_ATOM__Long);
+    u->atom_Object = map->map(map->handle, LV2_ATOM__Object);
+    u->atom_Blank = map->map(map->handle, LV2_ATOM__Blank);
+    u->atom_Float = map->map(map->handle, LV2_ATOM__Float);
+    u->atom_Double = map->map(map->handle, LV2_ATOM__Double);
+    u->time_Position = map->map(map->handle, LV2_TIME__Position);
+    u->time_beatsPerMinute = map->map(map->handle, LV2_TIME__beatsPerMinute);
+    u->atom_Sequence = map->map(map->handle, LV2_ATOM__Sequence);
+    u->midi_MidiEvent = map->map(map->handle, LV2_MIDI__MidiEvent);
+    u->patch_Set = map->map(map->handle, LV2_PATCH__Set);
+    u->patch_Get = map->map(map->handle, LV2_PATCH__Get);
+    u->patch_property = map->map(map->handle, LV2_PATCH__property);
+    u->patch_value = map->map(map->handle, LV2_PATCH__value);
+    u->spinet_soundfont = map->map(map->handle, SPINET_LV2__soundfont);
+    u->spinet_settings = map->map(map->handle, SPINET_LV2__settings);
+    u->bufsz_maxBlockLength = map->map(map->handle, LV2_BUF_SIZE__maxBlockLength);
+    u->bufsz_nominalBlockLength = map->map(map->handle, LV2_BUF_SIZE__nominalBlockLength);
+}
+
+// The core's log lines go to the host's log (or stderr, logger.h's
+// fallback). The core never logs from process.
+static void core_log(void *context, int level, const char *line) {
+    spinet_lv2 *self = context;
+    switch (level) {
+    case SPINET_LOG_ERROR: lv2_log_error(&self->logger, "spinet: %s\n", line); break;
+    case SPINET_LOG_WARNING: lv2_log_warning(&self->logger, "spinet: %s\n", line); break;
+    default: lv2_log_note(&self->logger, "spinet: %s\n", line); break;
+    }
+}
+
+// Copies the core's current font path into the audio thread's copy.
+// Not on the audio thread (soundfont_path is a non-real-time call).
+static void refresh_font_path(spinet_lv2 *self) {
+    spinet_plugin_soundfont_path(self->core, self->font_path, sizeof self->font_path);
+    self->font_path_due = true;
+}
+
+// ---------------------------------------------------------------------------
+// The fallback loader thread (no worker:schedule from the host)
+
+static void *loader_main(void *argument) {
+    spinet_lv2 *self = argument;
+    loader_t *l = self->loader;
+    for (;;) {
+        while (sem_wait(&l->wake) != 0 && errno == EINTR) {}
+        if (atomic_load_explicit(&l->quit, memory_order_acquire)) break;
+        if (atomic_load_explicit(&l->state, memory_order_acquire) != LOADER_REQUESTED) continue;
+        pthread_mutex_lock(&self->nonrt_lock);
+        spinet_plugin_load_soundfont(self->core, l->request);
+        spinet_plugin_soundfont_path(self->core, l->result, sizeof l->result);
+        pthread_mutex_unlock(&self->nonrt_lock);
+        atomic_store_explicit(&l->state, LOADER_DONE, memory_order_release);
+    }
+    return NULL;
+}
+
+static bool loader_start(spinet_lv2 *self) {
+    loader_t *l = calloc(1, sizeof *l);
+    if (!l) return false;
+    if (sem_init(&l->wake, 0, 0) != 0) { free(l); return false; }
+    self->loader = l;
+    if (pthread_create(&l->thread, NULL, loader_main, self) != 0) {
+        sem_destroy(&l->wake);
+        free(l);
+        self->loader = NULL;
+        return false;
+    }
+    l->running = true;
+    return true;
+}
+
+static void loader_stop(spinet_lv2 *self) {
+    loader_t *l = self->loader;
+    if (!l) return;
+    if (l->running) {
+        atomic_store_explicit(&l->quit, true, memory_order_release);
+        sem_post(&l->wake);
+        pthread_join(l->thread, NULL);
+    }
+    sem_destroy(&l->wake);
+    free(l);
+    self->loader = NULL;
+}
+
+// Audio thread: hands `path` to the loader if it is idle, else keeps it as
+// the pending request. sem_post takes no lock (it may wake the thread with
+// one futex call).
+static void loader_request(loader_t *l, const char *path, size_t length) {
+    if (atomic_load_explicit(&l->state, memory_order_acquire) == LOADER_IDLE) {
+        memcpy(l->request, path, length);
+        l->request[length] = '\0';
+        atomic_store_explicit(&l->state, LOADER_REQUESTED, memory_order_release);
+        sem_post(&l->wake);
+    } else {
+        memcpy(l->pending, path, length);
+        l->pending[length] = '\0';
+        l->has_pending = true;
+    }
+}
+
+// Audio thread: takes a finished load's result, then sends the pending one.
+static void loader_poll(spinet_lv2 *self) {
+    loader_t *l = self->loader;
+    if (atomic_load_explicit(&l->state, memory_order_acquire) != LOADER_DONE) return;
+    memcpy(self->font_path, l->result, sizeof self->font_path);
+    self->font_path_due = true;
+    atomic_store_explicit(&l->state, LOADER_IDLE, memory_order_release);
+    if (l->has_pending) {
+        l->has_pending = false;
+        loader_request(l, l->pending, strlen(l->pending));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Instantiation
+
+static LV2_Handle instantiate(const LV2_Descriptor *descriptor, double rate, const char *bundle_path,
+                              const LV2_Feature *const *features) {
+    (void)descriptor;
+    spinet_lv2 *self = calloc(1, sizeof *self);
+    if (!self) return NULL;
+    LV2_Log_Log *log = NULL;
+    const LV2_Options_Option *options = NULL;
+    const char *missing = lv2_features_query(features,
+                                             LV2_LOG__log, &log, false,
+                                             LV2_URID__map, &self->map, true,
+                                             LV2_WORKER__schedule, &self->schedule, false,
+                                             LV2_OPTIONS__options, &options, false,
+                                             NULL);
+    lv2_log_logger_init(&self->logger, self->map, log);
+    if (missing) {
+        lv2_log_error(&self->logger, "spinet: the host does not give the required feature <%s>\n", missing);
+        free(self);
+        return NULL;
+    }
+    map_uris(self->map, &self->uris);
+    lv2_atom_forge_init(&self->forge, self->map);
+
+    // The block size, if the host says it (bufsz); 0 means unknown.
+    for (const LV2_Options_Option *o = options; o && o->key; ++o) {
+        if (o->context != LV2_OPTIONS_INSTANCE || o->type != self->uris.atom_Int) continue;
+        if (o->key == self->uris.bufsz_maxBlockLength) {
+            self->max_block = (uint32_t)*(const int32_t *)o->value;
+        } else if (o->key == self->uris.bufsz_nominalBlockLength && self->max_block == 0) {
+            self->max_block = (uint32_t)*(const int32_t *)o->value;
+        }
+    }
+
+    // The bundle directory without its trailing slash (LV2 gives one).
+    char bundle[4096];
+    size_t length = bundle_path ? strnlen(bundle_path, sizeof bundle - 1) : 0;
+    memcpy(bundle, bundle_path ? bundle_path : "", length);
+    while (length > 1 && bundle[length - 1] == '/') --length;
+    bundle[length] = '\0';
+    self->core = spinet_plugin_create(rate, length ? bundle : NULL, core_log, self);
+    if (!self->core) {
+        lv2_log_error(&self->logger, "spinet: the plugin could not be created (see above)\n");
+        free(self);
+        return NULL;
+    }
+    pthread_mutex_init(&self->nonrt_lock, NULL);
+    if (!self->schedule && !loader_start(self)) {
+        lv2_log_error(&self->logger, "spinet: no worker and no loader thread: SoundFont changes are ignored\n");
+    }
+    refresh_font_path(self);
+    self->font_path_due = false;
+    return self;
+}
+
+static void connect_port(LV2_Handle instance, uint32_t port, void *data) {
+    spinet_lv2 *self = instance;
+    switch (port) {
+    case PORT_CONTROL: self->control = data; break;
+    case PORT_NOTIFY: self->notify = data; break;
+    case PORT_OUT_L: self->out_l = data; break;
+    case PORT_OUT_R: self->out_r = data; break;
+    case PORT_LATENCY: self->latency = data; break;
+    default:
+        if (port >= PORT_PARAM && port < PORT_PARAM + SPINET_PARAM_COUNT) self->params[port - PORT_PARAM] = data;
+        break;
+    }
+}
+
+static void activate(LV2_Handle instance) {
+    spinet_lv2 *self = instance;
+    if (spinet_plugin_activate(self->core, self->max_block) != 0) {
+        lv2_log_error(&self->logger, "spinet: activation failed\n");
+    }
+    // Parameters are sent again on the first run (the ports keep their
+    // values; the core keeps its, so this only re-asserts them).
+    for (int i = 0; i < SPINET_PARAM_COUNT; ++i) self->param_sent[i] = false;
+}
+
+static void deactivate(LV2_Handle instance) {
+    spinet_lv2 *self = instance;
+    spinet_plugin_deactivate(self->core);
+}
+
+static void cleanup(LV2_Handle instance) {
+    spinet_lv2 *self = instance;
+    loader_stop(self);
+    spinet_plugin_destroy(self->core);
+    pthread_mutex_destroy(&self->nonrt_lock);
+    free(self);
+}
+
+// ---------------------------------------------------------------------------
+// run: the audio thread
+
+// Renders [*start, until) with the collected events (offsets made relative
+// to *start), then starts a new piece at `until`.
+static void render_piece(spinet_lv2 *self, uint32_t *start, uint32_t until, uint32_t *count) {
+    for (uint32_t i = 0; i < *count; ++i) self->events[i].offset -= *start;
+    spinet_plugin_process(self->core, until - *start, self->out_l + *start, self->out_r + *start, self->events, *count);
+    *start = until;
+    *count = 0;
+}
+
+// A patch:Set of spinet:soundfont: the path goes to the worker (or loader).
+static void request_font(spinet_lv2 *self, const LV2_Atom *value) {
+    if (!value || value->type != self->uris.atom_Path || value->size == 0) return;
+    const char *path = LV2_ATOM_BODY_CONST(value);
+    size_t length = strnlen(path, value->size);
+    if (length == 0 || length >= PATH_CAPACITY) return;
+    if (self->schedule) {
+        // The worker copies the message; the path's NUL goes with it.
+        self->schedule->schedule_work(self->schedule->handle, (uint32_t)length + 1, path);
+    } else if (self->loader) {
+        loader_request(self->loader, path, length);
+    }
+}
+
+static void handle_patch(spinet_lv2 *self, const LV2_Atom_Object *object) {
+    const uris_t *u = &self->uris;
+    const LV2_Atom *property = NULL, *value = NULL;
+    lv2_atom_object_get(object, u->patch_property, &property, u->patch_value, &value, 0);
+    bool about_font = !property ||
+                      (property->type == u->atom_URID && ((const LV2_Atom_URID *)property)->body == u->spinet_soundfont);
+    if (object->body.otype == u->patch_Set) {
+        if (property && about_font) request_font(self, value);
+    } else if (object->body.otype == u->patch_Get) {
+        if (about_font) self->font_path_due = true;
+    }
+}
+
+// A time:Position from the host: its tempo sets the delay's note values.
+static void handle_position(spinet_lv2 *self, const LV2_Atom_Object *object) {
+    const uris_t *u = &self->uris;
+    const LV2_Atom *bpm = NULL;
+    lv2_atom_object_get(object, u->time_beatsPerMinute, &bpm, 0);
+    if (!bpm) return;
+    double value;
+    if (bpm->type == u->atom_Float) value = ((const LV2_Atom_Float *)bpm)->body;
+    else if (bpm->type == u->atom_Double) value = ((const LV2_Atom_Double *)bpm)->body;
+    else if (bpm->type == u->atom_Int) value = ((const LV2_Atom_Int *)bpm)->body;
+    else if (bpm->type == u->atom_Long) value = (double)((const LV2_Atom_Long *)bpm)->body;
+    else return;
+    spinet_plugin_set_tempo(self->core, value);
+}
+
+static void write_font_path(spinet_lv2 *self) {
+    const uris_t *u = &self->uris;
+    LV2_Atom_Forge *forge = &self->forge;
+    LV2_Atom_Forge_Frame frame;
+    if (!lv2_atom_forge_frame_time(forge, 0)) return;
+    if (!lv2_atom_forge_object(forge, &frame, 0, u->patch_Set)) return;
+    lv2_atom_forge_key(forge, u->patch_property);
+    lv2_atom_forge_urid(forge, u->spinet_soundfont);
+    lv2_atom_forge_key(forge, u->patch_value);
+    lv2_atom_forge_path(forge, self->font_path, (uint32_t)strlen(self->font_path));
+    lv2_atom_forge_pop(forge, &frame);
+}
+
+static void run(LV2_Handle instance, uint32_t frames) {
+    spinet_lv2 *self = instance;
+    const uris_t *u = &self->uris;
+
+    // Parameters: passed on when they change (the core smooths them).
+    for (int i = 0; i < SPINET_PARAM_COUNT; ++i) {
+        const float *port = self->params[i];
+        if (!port) continue;
+        float v = *port;
+        if (!self->param_sent[i] || v != self->last_param[i]) {
+            spinet_plugin_set_param(self->core, (uint32_t)i, v);
+            self->last_param[i] = v;
+            self->param_sent[i] = true;
+        }
+    }
+
+    // The notify sequence, written at the end of the call.
+    LV2_Atom_Forge_Frame notify_frame;
+    bool notify_open = false;
+    if (self->notify) {
+        uint32_t capacity = self->notify->atom.size;
+        lv2_atom_forge_set_buffer(&self->forge, (uint8_t *)self->notify, capacity);
+        notify_open = lv2_atom_forge_sequence_head(&self->forge, &notify_frame, 0) != 0;
+    }
+
+    if (self->loader) loader_poll(self);
+
+    // MIDI events, in order, at their frames; patch messages.
+    uint32_t start = 0, count = 0, last_frame = 0;
+    if (self->control) {
+        LV2_ATOM_SEQUENCE_FOREACH(self->control, ev) {
+            int64_t t = ev->time.frames;
+            uint32_t frame = t < 0 ? 0 : (uint32_t)(t >= frames ? (frames ? frames - 1 : 0) : t);
+            if (frame < last_frame) frame = last_frame;   // out-of-order input: keep the order
+            last_frame = frame;
+            if (ev->body.type == u->midi_MidiEvent) {
+                if (frames == 0) continue;
+                if (count == EVENT_CAPACITY) {
+                    if (frame == start) continue;   // more than EVENT_CAPACITY on one frame: dropped
+                    render_piece(self, &start, frame, &count);
+                }
+                self->events[count].offset = frame;
+                self->events[count].size = ev->body.size;
+                self->events[count].data = LV2_ATOM_BODY_CONST(&ev->body);
+                ++count;
+            } else if (ev->body.type == u->atom_Object || ev->body.type == u->atom_Blank) {
+                const LV2_Atom_Object *object = (const LV2_Atom_Object *)&ev->body;
+                if (object->body.otype == u->time_Position) handle_position(self, object);
+                else handle_patch(self, object);
+            }
+        }
+    }
+    render_piece(self, &start, frames, &count);
+
+    if (notify_open) {
+        if (self->font_path_due) {
+            write_font_path(self);
+            self->font_path_due = false;
+        }
+        lv2_atom_forge_pop(&self->forge, &notify_frame);
+    }
+    if (self->latency) *self->latency = (float)spinet_plugin_latency(self->core);
+}
+
+// ---------------------------------------------------------------------------
+// Worker: font loads off the audio thread
+
+static LV2_Worker_Status work(LV2_Handle instance, LV2_Worker_Respond_Function respond,
+                              LV2_Worker_Respond_Handle handle, uint32_t size, const void *data) {
+    spinet_lv2 *self = instance;
+    if (size == 0) return LV2_WORKER_ERR_UNKNOWN;
+    char path[PATH_CAPACITY];
+    size_t length = strnlen(data, size);
+    if (length >= sizeof path) return LV2_WORKER_ERR_UNKNOWN;
+    memcpy(path, data, length);
+    path[length] = '\0';
+    // The reply carries the path in use now (the old one if the load failed).
+    load_reply reply;
+    pthread_mutex_lock(&self->nonrt_lock);
+    reply.status = spinet_plugin_load_soundfont(self->core, path);
+    size_t used = spinet_plugin_soundfont_path(self->core, reply.path, sizeof reply.path);
+    pthread_mutex_unlock(&self->nonrt_lock);
+    if (used >= sizeof reply.path) used = sizeof reply.path - 1;
+    reply.path[used] = '\0';
+    return respond(handle, (uint32_t)(offsetof(load_reply, path) + used + 1), &reply);
+}
+
+// Audio thread: the core takes the new font over by itself in process;
+// here the glue learns the path for patch:Get and tells the host.
+static LV2_Worker_Status work_response(LV2_Handle instance, uint32_t size, const void *body) {
+    spinet_lv2 *self = instance;
+    if (size < offsetof(load_reply, path) + 1 || size > sizeof(load_reply)) return LV2_WORKER_ERR_UNKNOWN;
+    const load_reply *reply = body;
+    size_t length = strnlen(reply->path, size - offsetof(load_reply, path));
+    if (length >= sizeof self->font_path) length = sizeof self->font_path - 1;
+    memcpy(self->font_path, reply->path, length);
+    self->font_path[length] = '\0';
+    self->font_path_due = true;
+    return LV2_WORKER_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------
+// State: the font path (mapped, so a project can move) and the core's JSON
+
+static LV2_State_Status save(LV2_Handle instance, LV2_State_Store_Function store, LV2_State_Handle handle,
+                             uint32_t flags, const LV2_Feature *const *features) {
+    (void)flags;
+    spinet_lv2 *self = instance;
+    const uris_t *u = &self->uris;
+    LV2_State_Map_Path *map_path = lv2_features_data(features, LV2_STATE__mapPath);
+    LV2_State_Free_Path *free_path = lv2_features_data(features, LV2_STATE__freePath);
+    const uint32_t pod = LV2_STATE_IS_POD | LV2_STATE_IS_PORTABLE;
+
+    pthread_mutex_lock(&self->nonrt_lock);
+    char small[PATH_CAPACITY];
+    char *path = small;
+    size_t length = spinet_plugin_soundfont_path(self->core, small, sizeof small);
+    if (length >= sizeof small) {
+        path = malloc(length + 1);
+        if (path) spinet_plugin_soundfont_path(self->core, path, length + 1);
+    }
+    char *json = path ? spinet_plugin_save_state(self->core) : NULL;
+    pthread_mutex_unlock(&self->nonrt_lock);
+    if (!path) return LV2_STATE_ERR_UNKNOWN;
+    if (length > 0) {
+        char *abstract = map_path ? map_path->abstract_path(map_path->handle, path) : NULL;
+        const char *stored = abstract ? abstract : path;
+        store(handle, u->spinet_soundfont, stored, strlen(stored) + 1, u->atom_Path, pod);
+        if (abstract) {
+            if (free_path) free_path->free_path(free_path->handle, abstract);
+            else free(abstract);
+        }
+    }
+    if (path != small) free(path);
+
+    if (!json) {
+        lv2_log_error(&self->logger, "spinet: the settings could not be saved\n");
+        return LV2_STATE_ERR_UNKNOWN;
+    }
+    LV2_State_Status status = store(handle, u->spinet_settings, json, strlen(json) + 1, u->atom_String, pod);
+    spinet_plugin_free_string(json);
+    return status;
+}
+
+static LV2_State_Status restore(LV2_Handle instance, LV2_State_Retrieve_Function retrieve,
+                                LV2_State_Handle handle, uint32_t flags, const LV2_Feature *const *features) {
+    (void)flags;
+    spinet_lv2 *self = instance;
+    const uris_t *u = &self->uris;
+    LV2_State_Map_Path *map_path = lv2_features_data(features, LV2_STATE__mapPath);
+    LV2_State_Free_Path *free_path = lv2_features_data(features, LV2_STATE__freePath);
+
+    size_t size = 0;
+    uint32_t type = 0, value_flags = 0;
+    // The values are not NUL-terminated for certain: copied with one.
+    char *json = NULL, *path = NULL;
+    const void *value = retrieve(handle, u->spinet_settings, &size, &type, &value_flags);
+    if (value && type == u->atom_String) {
+        json = calloc(1, size + 1);
+        if (json) memcpy(json, value, size);
+    }
+    value = retrieve(handle, u->spinet_soundfont, &size, &type, &value_flags);
+    if (value && type == u->atom_Path && size > 0) {
+        char *abstract = calloc(1, size + 1);
+        if (abstract) {
+            memcpy(abstract, value, size);
+            char *absolute = map_path ? map_path->absolute_path(map_path->handle, abstract) : NULL;
+            if (absolute) {
+                path = strdup(absolute);
+                if (free_path) free_path->free_path(free_path->handle, absolute);
+                else free(absolute);
+                free(abstract);
+            } else {
+                path = abstract;
+            }
+        }
+    }
+
+    int status = 0;
+    pthread_mutex_lock(&self->nonrt_lock);
+    if (json) {
+        status = spinet_plugin_restore_state(self->core, json, path);
+    } else if (path) {
+        status = spinet_plugin_load_soundfont(self->core, path);
+    }
+    refresh_font_path(self);
+    pthread_mutex_unlock(&self->nonrt_lock);
+    free(json);
+    free(path);
+    return status == 0 ? LV2_STATE_SUCCESS : LV2_STATE_ERR_UNKNOWN;
+}
+
+// ---------------------------------------------------------------------------
+// The descriptor
+
+static unsigned long inline_regions(void) { return spinet_plugin_inline_parallel_regions(); }
+
+static const void *extension_data(const char *uri) {
+    static const LV2_State_Interface state = {save, restore};
+    static const LV2_Worker_Interface worker = {work, work_response, NULL};
+    static const spinet_lv2_inline_regions regions = {inline_regions};
+    if (!strcmp(uri, LV2_STATE__interface)) return &state;
+    if (!strcmp(uri, LV2_WORKER__interface)) return &worker;
+    if (!strcmp(uri, SPINET_LV2__inlineRegions)) return &regions;
+    return NULL;
+}
+
+static const LV2_Descriptor descriptor = {
+    SPINET_LV2_URI, instantiate, connect_port, activate, run, deactivate, cleanup, extension_data,
+};
+
+LV2_SYMBOL_EXPORT const LV2_Descriptor *lv2_descriptor(uint32_t index) {
+    return index == 0 ? &descriptor : NULL;
+}
