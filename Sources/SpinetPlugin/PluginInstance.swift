@@ -135,6 +135,12 @@ public final class PluginInstance: @unchecked Sendable {
         }
     }
 
+    /// A SoundFont message in a host's words: the fix is choosing another
+    /// file in the plugin, not a command-line option.
+    static func hostWording(_ line: String) -> String {
+        line.replacing(" with --soundfont", with: " in the plugin's SoundFont setting")
+    }
+
     /// Writes one line to the host's log (control side).
     public func logLine(_ level: Int32, _ line: String) { log(level, line) }
 
@@ -150,9 +156,9 @@ public final class PluginInstance: @unchecked Sendable {
             unit = font
         } else {
             do { unit = try SoundFontUnit(fonts: [s.soundFont], sampleRate: sampleRate, channels: 16, options: g.soundFont) } catch {
-                throw PluginSettings.Problem(error.description)
+                throw PluginSettings.Problem(Self.hostWording(error.description))
             }
-            for w in unit.fontWarnings { log(1, w) }
+            for w in unit.fontWarnings { log(1, Self.hostWording(w)) }
         }
         do { return try GraphBuilder.live(g, soundFont: unit, inputCapacities: []) } catch {
             throw PluginSettings.Problem(error.description)
@@ -241,9 +247,9 @@ public final class PluginInstance: @unchecked Sendable {
             if active, !pendingGraph, let graph, let slot = graph.soundFontSlot {
                 let unit: SoundFontUnit
                 do { unit = try SoundFontUnit(fonts: [path], sampleRate: sampleRate, channels: 16, options: graph.settings.soundFont) } catch {
-                    throw PluginSettings.Problem(String(describing: error))
+                    throw PluginSettings.Problem(Self.hostWording(String(describing: error)))
                 }
-                for w in unit.fontWarnings { log(1, w) }
+                for w in unit.fontWarnings { log(1, Self.hostWording(w)) }
                 // The slot takes one replacement at a time: wait (up to 10 s
                 // of the host's process calls) for the last one to finish.
                 var waited = 0

@@ -207,6 +207,7 @@ struct PluginInstanceTests {
         let before = String(cString: path)
         #expect(spinet_plugin_load_soundfont(d.plugin, "/nonexistent/font.sf2") != 0)
         #expect(d.lines.contains { $0.contains("/nonexistent/font.sf2") }, "the host's log says why: \(d.lines)")
+        #expect(!d.lines.contains { $0.contains("--soundfont") }, "a DAW user has no command line: \(d.lines)")
         _ = spinet_plugin_soundfont_path(d.plugin, &path, 4096)
         #expect(String(cString: path) == before)
         let out = d.render(frames: 6000, block: 256, events: [(100, [0x90, 60, 110])])

@@ -3,8 +3,10 @@
 // written in C against this header only: one engine, one rig, two formats.
 //
 // Threads, in the plugin formats' own words:
-//   - create, destroy, activate, deactivate, restore_state: the host's
-//     main (instantiation) thread, never while process runs on another;
+//   - create, destroy, activate, deactivate: the host's main
+//     (instantiation) thread, never while process runs on another;
+//   - restore_state: a non-real-time thread, also while process runs (the
+//     restored graph is built there and taken by the next process call);
 //   - process, set_param, get_param, latency: the audio thread; they
 //     allocate nothing and take no lock (set_param and get_param also from
 //     any other thread);
