@@ -151,11 +151,10 @@ struct Bench: ParsableCommand {
 
     struct CallbackStats { var p50, p99, max: Double; var voices: Int }
 
-    /// Drives the engine like the live callback: one period at a time, notes
-    /// held on every channel, timing each render call.
-    static func callbackTimes(font: String, rate: Int, period: Int, voices: Int, periods: Int) throws -> CallbackStats {
-        // `spinet play`'s graph (GraphBuilder.live) with its default effects:
-        // per-channel sends into Spinet's reverb, chorus and delay
+    /// `spinet play`'s graph (GraphBuilder.live) with its default effects
+    /// (per-channel sends into Spinet's reverb, chorus and delay), room for
+    /// `voices` voices twice over: what the live figures measure.
+    static func playGraph(font: String, rate: Int, voices: Int) throws -> EngineGraph {
         var settings = GraphSettings()
         settings.soundFont.polyphony = voices * 2
         settings.soundFont.fluidEffects = false
@@ -163,7 +162,13 @@ struct Bench: ParsableCommand {
         settings.engine.chorus = .subtle
         settings.engine.delay = .eighth
         let unit = try orFailure { try SoundFontUnit(fonts: [font], sampleRate: Double(rate), options: settings.soundFont) }
-        let graph = try orFailure { try GraphBuilder.live(settings, soundFont: unit) }
+        return try orFailure { try GraphBuilder.live(settings, soundFont: unit) }
+    }
+
+    /// Drives the engine like the live callback: one period at a time, notes
+    /// held on every channel, timing each render call.
+    static func callbackTimes(font: String, rate: Int, period: Int, voices: Int, periods: Int) throws -> CallbackStats {
+        let graph = try playGraph(font: font, rate: rate, voices: voices)
         let engine = graph.engine
         let queue = graph.inputs[0]
         engine.prepare(sampleRate: Double(rate), maxFrames: period)

@@ -58,14 +58,7 @@ enum JACKBench {
         let rate = client.sampleRate, period = client.periodFrames
         // `spinet play`'s graph with its default effects, as the in-process
         // figures of `spinet bench` (Bench.callbackTimes).
-        var settings = GraphSettings()
-        settings.soundFont.polyphony = voices * 2
-        settings.soundFont.fluidEffects = false
-        settings.engine.reverb = .room
-        settings.engine.chorus = .subtle
-        settings.engine.delay = .eighth
-        let unit = try orFailure { try SoundFontUnit(fonts: [font], sampleRate: Double(rate), options: settings.soundFont) }
-        let graph = try orFailure { try GraphBuilder.live(settings, soundFont: unit) }
+        let graph = try Bench.playGraph(font: font, rate: rate, voices: voices)
         graph.engine.prepare(sampleRate: Double(rate), maxFrames: period)
         do { try client.start(engine: graph.engine) } catch { throw Failure(error.description) }
         let queue = graph.inputs[0]
