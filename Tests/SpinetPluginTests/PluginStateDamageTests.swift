@@ -49,3 +49,33 @@ struct PluginStateDamageTests {
         bytes = []
     }
 }
+
+@Suite("Plugin re-activation")
+struct PluginReactivationTests {
+    /// A host deactivates and activates a plugin (a new block size, a
+    /// device switched off and on): the channel a Bank Select 126 moved to
+    /// Spinet's synth is still there, and the controllers still hold.
+    @Test func theChannelsKeepTheirInstrumentsAcrossReactivation() throws {
+        let d = try PluginDriver(rate: 48000)
+        #expect(spinet_plugin_activate(d.plugin, 256) == 0)
+        // channel 2 to the synth (program 0), volume down on channel 2
+        _ = d.render(frames: 512, block: 256, events: [(0, [0xB1, 0, 126]), (0, [0xC1, 0]), (0, [0xB1, 7, 64])])
+        let before = d.render(frames: 8000, block: 256, events: [(100, [0x91, 69, 100]), (4000, [0x81, 69, 0])])
+        spinet_plugin_deactivate(d.plugin)
+        #expect(spinet_plugin_activate(d.plugin, 256) == 0)
+        _ = d.render(frames: 512, block: 256, events: [])
+        let after = d.render(frames: 8000, block: 256, events: [(100, [0x91, 69, 100]), (4000, [0x81, 69, 0])])
+        // the synth again: the note starts on its frame (the SoundFont's would start on the grid, later)
+        let latency = Int(spinet_plugin_latency(d.plugin))
+        #expect(onset(after.left) == 100 + latency)
+        #expect(onset(before.left) == 100 + latency)
+        let peakBefore = before.left.map { abs($0) }.max()!, peakAfter = after.left.map { abs($0) }.max()!
+        #expect(abs(20 * log10(Double(peakAfter / peakBefore))) < 0.5, "the volume held: \(peakBefore) vs \(peakAfter)")
+        // a GM reset forgets it all: the channel is back on the SoundFont
+        _ = d.render(frames: 256, block: 256, events: [(0, [0xF0, 0x7E, 0x7F, 0x09, 0x01, 0xF7])])
+        spinet_plugin_deactivate(d.plugin)
+        #expect(spinet_plugin_activate(d.plugin, 256) == 0)
+        let reset = d.render(frames: 8000, block: 256, events: [(100, [0x91, 69, 100]), (4000, [0x81, 69, 0])])
+        #expect(onset(reset.left) != 100 + latency)
+    }
+}
