@@ -59,6 +59,15 @@ final class PluginDriver {
     }
 }
 
+/// The instance's SoundFont path, as the C API gives it.
+func fontPath(_ d: PluginDriver) -> String {
+    var path = [UInt8](repeating: 0, count: 4096)
+    let n = path.withUnsafeMutableBufferPointer { b in
+        b.baseAddress!.withMemoryRebound(to: CChar.self, capacity: 4096) { spinet_plugin_soundfont_path(d.plugin, $0, 4096) }
+    }
+    return String(decoding: path.prefix(min(n, 4095)), as: UTF8.self)
+}
+
 /// Spinet's synth on channel 1 (Bank Select 126), then notes at `frames`.
 func synthNotes(at frames: [Int], key: UInt8 = 69) -> [(frame: Int, bytes: [UInt8])] {
     var events: [(frame: Int, bytes: [UInt8])] = [(0, [0xB0, 0, 126]), (0, [0xC0, 0])]
@@ -202,14 +211,11 @@ struct PluginInstanceTests {
     @Test func aFontThatFailsLeavesTheOldOnePlaying() throws {
         let d = try PluginDriver(rate: 48000)
         #expect(spinet_plugin_activate(d.plugin, 256) == 0)
-        var path = [CChar](repeating: 0, count: 4096)
-        _ = spinet_plugin_soundfont_path(d.plugin, &path, 4096)
-        let before = String(cString: path)
+        let before = fontPath(d)
         #expect(spinet_plugin_load_soundfont(d.plugin, "/nonexistent/font.sf2") != 0)
         #expect(d.lines.contains { $0.contains("/nonexistent/font.sf2") }, "the host's log says why: \(d.lines)")
         #expect(!d.lines.contains { $0.contains("--soundfont") }, "a DAW user has no command line: \(d.lines)")
-        _ = spinet_plugin_soundfont_path(d.plugin, &path, 4096)
-        #expect(String(cString: path) == before)
+        #expect(fontPath(d) == before)
         let out = d.render(frames: 6000, block: 256, events: [(100, [0x90, 60, 110])])
         #expect(out.left.map { abs($0) }.max()! > 0.01)
     }
@@ -239,9 +245,7 @@ struct PluginInstanceTests {
         for start in stride(from: 0, to: all.count - 256, by: 256) {
             #expect(all[start..<start + 256].map { abs($0) }.max()! > 1e-4, "silence at \(start) of the held note")
         }
-        var path = [CChar](repeating: 0, count: 4096)
-        _ = spinet_plugin_soundfont_path(d.plugin, &path, 4096)
-        #expect(String(cString: path) == other)
+        #expect(fontPath(d) == other)
         // a new note plays the new font: unlike the same note on the first one
         let first = try PluginDriver(rate: 48000)
         #expect(spinet_plugin_activate(first.plugin, 256) == 0)
