@@ -107,18 +107,12 @@ public struct PluginSettings: Equatable, Sendable {
     public static func defaults(bundleDirectory: String?, warning: (String) -> Void) -> PluginSettings? {
         var config = SpinetConfig()
         do { config = try SpinetConfig.load(explicitPath: nil) } catch { warning("\(error.description); the plugin starts from its defaults") }
+        // beside the plugin: the search `spinet` makes from its executable
+        // (SoundFonts/, an installed prefix's share/spinet), from the bundle
         var candidates: [String] = []
         if let dir = bundleDirectory, !dir.isEmpty {
-            candidates.append(dir + "/SoundFonts/" + SoundFontLocator.bundledName)
-            candidates.append(dir + "/" + SoundFontLocator.bundledName)
-        }
-        // the plugin's own place: an installed prefix's share/spinet
-        if let dir = bundleDirectory, !dir.isEmpty {
-            var up = URL(fileURLWithPath: dir)
-            for _ in 0..<4 {
-                up = up.deletingLastPathComponent()
-                candidates.append(up.appendingPathComponent("share/spinet/SoundFonts/\(SoundFontLocator.bundledName)").path)
-            }
+            candidates = SoundFontLocator.candidates(environment: [:], executable: dir + "/plugin")
+                .filter { $0 != SoundFontLocator.systemDefault }
         }
         candidates = config.soundFonts.map { expandingTilde($0) } + candidates + SoundFontLocator.candidates()
         guard let font = candidates.first(where: { FileManager.default.isReadableFile(atPath: $0) }) else { return nil }
