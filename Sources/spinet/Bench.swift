@@ -172,40 +172,54 @@ struct Bench: ParsableCommand {
         let engine = graph.engine
         let queue = graph.inputs[0]
         engine.prepare(sampleRate: Double(rate), maxFrames: period)
-        // sustained programs (strings, organ, pads) so voices stay on
+        return try heldNoteTimes(rate: rate, period: period, voices: voices, periods: periods,
+                                 send: { m in _ = queue.push(EngineEvent(frame: engine.frameTime, m)) },
+                                 activeVoices: { engine.statistics.activeVoices },
+                                 render: { l, r in engine.render(frames: period, left: l, right: r) })
+    }
+
+    /// The load both live figures put on a graph: Program Changes to
+    /// sustained programs (strings, organ, pads) on every channel but the
+    /// drums, then one held note per period until `voices` voices sound
+    /// (stereo samples take two per note), 50 periods to settle, then
+    /// `periods` timed calls of `render`. `send` hands over a message for
+    /// the next `render`.
+    static func heldNoteTimes(rate: Int, period: Int, voices: Int, periods: Int, send: (MIDIMessage) -> Void,
+                              activeVoices: () -> Int,
+                              render: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void) throws -> CallbackStats {
         let programs: [UInt8] = [48, 49, 19, 16, 89, 90, 52, 50, 48, 0, 19, 49, 89, 16, 52, 91]
-        for ch in 0..<16 where ch != 9 { queue.push(EngineEvent(frame: 0, .programChange(channel: UInt8(ch), program: programs[ch]))) }
+        for ch in 0..<16 where ch != 9 { send(.programChange(channel: UInt8(ch), program: programs[ch])) }
         var l = [Float](repeating: 0, count: period), r = l
-        // Add held notes until `voices` voices sound (stereo samples take two per note).
-        var key = 0
-        var attempts = 0
-        while engine.statistics.activeVoices < voices && attempts < 4 * voices {
-            let n = key / 7
-            let ch = UInt8(n % 15 < 9 ? n % 15 : n % 15 + 1)
-            queue.push(EngineEvent(frame: engine.frameTime, .noteOn(channel: ch, key: UInt8(36 + key % 60), velocity: 90)))
-            engine.render(frames: period, left: &l, right: &r)
-            key += 7
-            attempts += 1
-        }
-        var times: [Double] = []
-        times.reserveCapacity(periods)
-        for _ in 0..<50 { engine.render(frames: period, left: &l, right: &r) }
-        var peakVoices = 0
-        try l.withUnsafeMutableBufferPointer { lp in
+        return try l.withUnsafeMutableBufferPointer { lp in
             try r.withUnsafeMutableBufferPointer { rp in
+                let left = lp.baseAddress!, right = rp.baseAddress!
+                var key = 0
+                var attempts = 0
+                while activeVoices() < voices && attempts < 4 * voices {
+                    let n = key / 7
+                    let ch = UInt8(n % 15 < 9 ? n % 15 : n % 15 + 1)
+                    send(.noteOn(channel: ch, key: UInt8(36 + key % 60), velocity: 90))
+                    render(left, right)
+                    key += 7
+                    attempts += 1
+                }
+                for _ in 0..<50 { render(left, right) }
+                var times: [Double] = []
+                times.reserveCapacity(periods)
+                var peakVoices = 0
                 for _ in 0..<periods {
                     let t0 = DispatchTime.now().uptimeNanoseconds
-                    engine.render(frames: period, left: lp.baseAddress!, right: rp.baseAddress!)
+                    render(left, right)
                     times.append(Double(DispatchTime.now().uptimeNanoseconds - t0))
-                    peakVoices = max(peakVoices, engine.statistics.activeVoices)
+                    peakVoices = max(peakVoices, activeVoices())
                 }
                 if times.isEmpty { throw Failure("no periods rendered") }
+                let periodNs = Double(period) / Double(rate) * 1e9
+                let sorted = times.sorted()
+                func pct(_ q: Double) -> Double { sorted[min(sorted.count - 1, Int(q * Double(sorted.count)))] / periodNs * 100 }
+                return CallbackStats(p50: pct(0.5), p99: pct(0.99), max: sorted.last! / periodNs * 100, voices: peakVoices)
             }
         }
-        let periodNs = Double(period) / Double(rate) * 1e9
-        let sorted = times.sorted()
-        func pct(_ q: Double) -> Double { sorted[min(sorted.count - 1, Int(q * Double(sorted.count)))] / periodNs * 100 }
-        return CallbackStats(p50: pct(0.5), p99: pct(0.99), max: sorted.last! / periodNs * 100, voices: peakVoices)
     }
 
     static let openMSX = "/usr/share/games/openttd/baseset/openmsx"
