@@ -1,7 +1,8 @@
 # Spinet's two everyday commands:
 #   make demo   installs what is missing, builds (release) and renders the demo piece
 #   make test   installs what is missing and runs the whole test suite
-# and, while working on it, the fast tier of the tests:
+# and, while working on it, the faster tiers of the tests:
+#   make unit   the Swift unit suites only: no release or plugin build, no command tests (about 2 min)
 #   make check  the unit and command tests (the command tests run the release build)
 # and, to install it like any Linux program (see README, "Install"):
 #   make install [PREFIX=/usr/local] [DESTDIR=...]   make uninstall   make deb
@@ -16,7 +17,7 @@ FUZZ_SECONDS ?= 60
 # goes through the dynamic linker's lazy binding.
 RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
 
-.PHONY: deps demo build release check test fuzz sanitize bench clean install uninstall dist dist-if-stale deb
+.PHONY: deps demo build release unit check test fuzz sanitize bench clean install uninstall dist dist-if-stale deb
 .PHONY: plugins install-plugins plugin-tests plugins-clap plugin-tests-clap install-plugins-clap uninstall-plugins-clap
 
 deps:
@@ -32,6 +33,12 @@ demo: release
 	@mkdir -p $(OUT)
 	.build/release/spinet render demo/spinet-demo.mid -o $(OUT)/spinet-demo.wav --force
 	@echo "Wrote $(OUT)/spinet-demo.wav"
+
+# The unit tier: every Swift unit suite on the debug build, without the
+# suites that run the built command, a server or a plugin host (the command
+# tests, the JACK suite, the LV2 and CLAP plugins under their hosts).
+unit: deps
+	$(SWIFT) test --skip SpinetCommandTests --skip SpinetJACKTests --skip SpinetLV2Tests --skip SpinetCLAPTests
 
 # The fast tier: the unit suites and the end-to-end command tests
 # (Tests/SpinetCommandTests), which run the release build's spinet and
