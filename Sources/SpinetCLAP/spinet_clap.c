@@ -84,25 +84,12 @@ typedef struct spinet_clap {
     uint32_t event_count;
     uint32_t bytes_used;             // reset once per process call, not per segment
     uint16_t held[128];              // channels holding each key (CLAP note-ons), for wildcard note-offs
-    // The channel state the host's MIDI set (controllers, program, pitch
-    // bend), kept by process so that it can be sent again after the core
-    // starts from scratch (deactivate/activate, a new rate): a DAW sends
-    // Bank Select and Program Change once, at the start of a clip.
-    uint8_t controller[16][128];
-    uint64_t controller_set[16][2];
-    int16_t program[16];             // -1: none seen
-    uint8_t bend[16][2];
-    bool bend_set[16];
     double tempo;                    // the last tempo given to the core (0: none yet); audio thread
-    bool replay_pending;             // set by activate (main thread, not processing), read by process
-    atomic_bool forget_requested;    // a state was loaded: its settings replace what MIDI set
     atomic_bool reset_requested;
     atomic_uint dropped_events;
 } spinet_clap;
 
 static spinet_clap *instance_of(const clap_plugin_t *plugin) { return (spinet_clap *)plugin->plugin_data; }
-
-static void forget_channel_state(spinet_clap *s);
 
 static void instance_log(spinet_clap *s, clap_log_severity severity, const char *line) {
     if (s != NULL && s->host_log != NULL && s->host_log->log != NULL) {
@@ -375,12 +362,6 @@ static bool state_load(const clap_plugin_t *plugin, const clap_istream_t *stream
     }
     pthread_mutex_unlock(&s->core_lock);
     free(json);
-    if (status == 0) {
-        // The state's channel settings replace what the host's MIDI set:
-        // nothing of that is sent again after a later activate.
-        if (s->active) atomic_store(&s->forget_requested, true);
-        else forget_channel_state(s);
-    }
     if (status != 0) instance_log(s, CLAP_LOG_ERROR, "the saved state was not restored (see the lines above)");
     return status == 0;
 }
@@ -480,12 +461,18 @@ static bool plugin_activate(const clap_plugin_t *plugin, double rate, uint32_t m
     pthread_mutex_lock(&s->core_lock);
     if (s->core != NULL && s->core_rate != rate) {
         // A new rate: a new core with the old one's settings.
+        // (and the channel state the host's MIDI set, which the core plays
+        // back at its first process call, as after any activation)
         char *json = spinet_plugin_save_state(s->core);
-        spinet_plugin_destroy(s->core);
+        spinet_plugin *old = s->core;
         s->core = NULL;
         s->core_rate = rate;
-        if (ensure_core_locked(s) && json != NULL && spinet_plugin_restore_state(s->core, json, NULL) != 0)
-            instance_log(s, CLAP_LOG_WARNING, "the settings did not carry over to the new sample rate");
+        if (ensure_core_locked(s)) {
+            if (json != NULL && spinet_plugin_restore_state(s->core, json, NULL) != 0)
+                instance_log(s, CLAP_LOG_WARNING, "the settings did not carry over to the new sample rate");
+            spinet_plugin_copy_channel_state(s->core, old);
+        }
+        spinet_plugin_destroy(old);
         if (json != NULL) spinet_plugin_free_string(json);
     }
     s->core_rate = rate;
@@ -498,7 +485,6 @@ static bool plugin_activate(const clap_plugin_t *plugin, double rate, uint32_t m
     memset(s->held, 0, sizeof s->held);
     atomic_store(&s->reset_requested, false);
     s->tempo = 0;   // given again at the first process call (the core may be new)
-    s->replay_pending = true;
     s->active = true;
     return true;
 }
@@ -563,62 +549,6 @@ static uint32_t midi_length(uint8_t status) {
     }
 }
 
-// Remembers what a channel message leaves behind (audio thread).
-static void remember(spinet_clap *s, const uint8_t *m, uint32_t size) {
-    uint8_t c = m[0] & 0x0F;
-    switch (m[0] & 0xF0) {
-    case 0xB0:
-        if (size < 3 || m[1] > 127) return;
-        if (m[1] == 121) {                      // Reset All Controllers: only the bank stays
-            s->controller_set[c][0] &= (1ull << 0) | (1ull << 32);
-            s->controller_set[c][1] = 0;
-            s->bend_set[c] = false;
-            return;
-        }
-        // Not the channel mode messages, nor RPN/NRPN data (order matters there).
-        if (m[1] >= 120 || m[1] == 6 || m[1] == 38 || (m[1] >= 96 && m[1] <= 101)) return;
-        s->controller[c][m[1]] = m[2];
-        s->controller_set[c][m[1] >> 6] |= 1ull << (m[1] & 63);
-        return;
-    case 0xC0:
-        if (size >= 2) s->program[c] = m[1];
-        return;
-    case 0xE0:
-        if (size >= 3) { s->bend[c][0] = m[1]; s->bend[c][1] = m[2]; s->bend_set[c] = true; }
-        return;
-    default:
-        return;
-    }
-}
-
-static void forget_channel_state(spinet_clap *s) {
-    memset(s->controller_set, 0, sizeof s->controller_set);
-    memset(s->bend_set, 0, sizeof s->bend_set);
-    for (int c = 0; c < 16; c++) s->program[c] = -1;
-}
-
-// GM System On, GM2 System On, GM System Off (F0 7E dd 09 0x F7) and the GS
-// Reset (F0 41 dd 42 12 40 00 7F ...): they reset every channel.
-static bool is_system_reset(const uint8_t *m, uint32_t size) {
-    if (size >= 6 && m[0] == 0xF0 && m[1] == 0x7E && m[3] == 0x09) return true;
-    return size >= 10 && m[0] == 0xF0 && m[1] == 0x41 && m[3] == 0x42 && m[4] == 0x12 && m[5] == 0x40 && m[6] == 0x00 && m[7] == 0x7F;
-}
-
-// Sends the remembered channel state again at frame 0: controllers (bank
-// select first), then the program, then the pitch bend.
-static void replay_channel_state(spinet_clap *s) {
-    for (uint8_t c = 0; c < 16; c++) {
-        for (uint8_t n = 0; n < 120; n++) {
-            if (s->controller_set[c][n >> 6] & (1ull << (n & 63))) push3(s, 0, 0xB0 | c, n, s->controller[c][n]);
-        }
-        if (s->program[c] >= 0) {
-            uint8_t m[2] = { (uint8_t)(0xC0 | c), (uint8_t)s->program[c] };
-            push_event(s, 0, m, 2, true);
-        }
-        if (s->bend_set[c]) push3(s, 0, 0xE0 | c, s->bend[c][0], s->bend[c][1]);
-    }
-}
-
 static uint8_t velocity_7bit(double v, uint8_t minimum) {
     if (!(v == v)) v = 0;
     long x = lround(v * 127.0);
@@ -668,11 +598,7 @@ static clap_process_status plugin_process(const clap_plugin_t *plugin, const cla
             push3(s, 0, 0xB0 | c, 121, 0);   // reset controllers
         }
         memset(s->held, 0, sizeof s->held);
-    } else if (s->replay_pending) {
-        replay_channel_state(s);
     }
-    s->replay_pending = false;
-    if (atomic_exchange(&s->forget_requested, false)) forget_channel_state(s);
     // The host's tempo (the delay's note values follow it).
     if (process->transport != NULL && (process->transport->flags & CLAP_TRANSPORT_HAS_TEMPO))
         set_tempo(s, process->transport->tempo);
@@ -722,7 +648,6 @@ static clap_process_status plugin_process(const clap_plugin_t *plugin, const cla
             uint32_t n = midi_length(e->data[0]);
             if (n > 0) {
                 push_event(s, t, e->data, n, true);
-                remember(s, e->data, n);
             }
             break;
         }
@@ -730,7 +655,6 @@ static clap_process_status plugin_process(const clap_plugin_t *plugin, const cla
             const clap_event_midi_sysex_t *e = (const clap_event_midi_sysex_t *)h;
             if ((e->port_index != 0 && e->port_index != UINT16_MAX) || e->buffer == NULL || e->size == 0) break;
             push_event(s, t, e->buffer, e->size, false);  // the host's buffer lives through this call
-            if (is_system_reset(e->buffer, e->size)) forget_channel_state(s);
             break;
         }
         case CLAP_EVENT_TRANSPORT: {
@@ -832,7 +756,6 @@ static const clap_plugin_t *factory_create(const clap_plugin_factory_t *factory,
     spinet_clap *s = calloc(1, sizeof *s);
     if (s == NULL) return NULL;
     s->host = host;
-    for (int c = 0; c < 16; c++) s->program[c] = -1;
     pthread_mutex_init(&s->core_lock, NULL);
     pthread_mutex_init(&s->loader_lock, NULL);
     pthread_cond_init(&s->loader_cond, NULL);

@@ -27,8 +27,10 @@ final class JACKGraph: @unchecked Sendable {
     private let offsetLimit: Int
     /// Events that did not fit this cycle's list (counted, never blocking).
     let overflowed = Atomic<Int>(0)
-    /// Process thread only: the MIDI clock's tempo.
-    var clock = ClockTempo()
+    /// Process thread only: the MIDI clock's tempo, timed on the engine's
+    /// frames (exact whatever the wall clock does, freewheeling included),
+    /// by the rule every MIDI input follows.
+    var clock = MIDIClockTempo()
 
     /// Prepares `engine` (built by the host's graph builder, not yet
     /// prepared) for up to `maxFrames` a render call. Larger JACK periods
@@ -77,23 +79,18 @@ final class JACKGraph: @unchecked Sendable {
     @inline(__always)
     @discardableResult
     func deliver(_ bytes: UnsafePointer<UInt8>, count size: Int, offset: UInt32, port: Int) -> Bool {
-        guard size > 0 else { return false }
-        let status = bytes[0]
-        switch status {
-        case 0xF0:
-            return append(CallbackEvent(offset: Int(offset), sysEx: UnsafeBufferPointer(start: bytes, count: size)))
-        case 0xF8:
-            if let bpm = clock.tick(at: engine.frameTime &+ Int64(offset), sampleRate: sampleRate) { engine.setTempo(beatsPerMinute: bpm) }
+        switch RawMIDIEvent(bytes, count: size, offset: Int(offset), port: UInt8(truncatingIfNeeded: min(port, ports - 1))) {
+        case .event(let event):
+            return append(event)
+        case .clockTick:
+            let frame = engine.frameTime &+ Int64(offset)
+            if let bpm = clock.tick(atFrame: frame, sampleRate: sampleRate) { engine.setTempo(beatsPerMinute: bpm) }
             return false
-        case 0xFA, 0xFB, 0xFC:
+        case .clockRestart:
             clock.restart()
             return false
-        default:
-            guard status >= 0x80 else { return false }      // JACK MIDI has no running status
-            let m = MIDIMessage(status: status, data1: size > 1 ? bytes[1] : 0, data2: size > 2 ? bytes[2] : 0,
-                                port: UInt8(truncatingIfNeeded: min(port, ports - 1)))
-            guard let m else { return false }             // other system messages: nothing to play
-            return append(CallbackEvent(offset: Int(offset), m))
+        case .ignored:
+            return false
         }
     }
 
@@ -149,32 +146,5 @@ final class JACKGraph: @unchecked Sendable {
             offsetCounts[o] += 1
         }
         for o in 0...maxOffset { offsetCounts[o] = 0 }
-    }
-}
-
-/// The tempo of a MIDI clock (24 ticks per quarter note), measured on the
-/// engine's frame timeline, so it is exact whatever the wall clock does
-/// (freewheeling included). A new tempo every quarter note.
-struct ClockTempo {
-    private var firstTick: Int64 = -1
-    private var ticks = 0
-
-    mutating func restart() {
-        firstTick = -1
-        ticks = 0
-    }
-
-    /// Process thread. The tempo after a tick at `frame`, once a quarter
-    /// note has been timed; nil otherwise.
-    mutating func tick(at frame: Int64, sampleRate: Int) -> Double? {
-        if firstTick < 0 { firstTick = frame; ticks = 0; return nil }
-        ticks += 1
-        guard ticks == 24 else { return nil }
-        let frames = frame - firstTick
-        firstTick = frame
-        ticks = 0
-        guard frames > 0 else { return nil }
-        let bpm = 60 * Double(sampleRate) / Double(frames)
-        return bpm >= 20 && bpm <= 400 ? bpm : nil
     }
 }

@@ -84,6 +84,13 @@ public struct MIDIClockTempo: Sendable {
         return nil
     }
 
+    /// One clock tick that arrived at frame `frame` of a timeline running at
+    /// `sampleRate` (a JACK cycle's frames): the same rule, timed in frames.
+    public mutating func tick(atFrame frame: Int64, sampleRate: Int) -> Double? {
+        guard sampleRate > 0 else { return nil }
+        return tick(at: Int64((Double(frame) * 1e9 / Double(sampleRate)).rounded()))
+    }
+
     /// Start, Continue or Stop: the ticks that follow begin a new beat.
     public mutating func restart() {
         count = 0

@@ -87,6 +87,12 @@ public func spinetPluginProcess(_ p: OpaquePointer?, _ frames: UInt32, _ left: U
     }
 }
 
+@_cdecl("spinet_plugin_copy_channel_state")
+public func spinetPluginCopyChannelState(_ to: OpaquePointer?, _ from: OpaquePointer?) {
+    guard let to = instance(to), let from = instance(from), to !== from else { return }
+    to.copyChannelState(from: from)
+}
+
 @_cdecl("spinet_plugin_set_tempo")
 public func spinetPluginSetTempo(_ p: OpaquePointer?, _ bpm: Double) {
     guard let p else { return }

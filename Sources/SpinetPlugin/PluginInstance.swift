@@ -56,14 +56,15 @@ public final class PluginInstance: @unchecked Sendable {
     private var appliedTempo = 0.0
     private let applied: UnsafeMutablePointer<Double>
 
-    // Each channel's state as the host's MIDI set it (audio thread): per
-    // channel 128 controllers, the program and the pitch bend (-1: never
-    // set). A new graph (a re-activation) starts from silence and defaults;
-    // the first process call after it plays this state back into it, so a
-    // channel the host moved to Spinet's synth (Bank Select 126) stays there.
-    private static let heldStride = 130
-    private let held: UnsafeMutablePointer<Int16>
+    // Each channel's state as the host's MIDI set it (audio thread), by
+    // ChannelState's one rule. A new graph (a re-activation) starts from
+    // silence and defaults; the first process call after it plays this
+    // state back into it, so a channel the host moved to Spinet's synth
+    // (Bank Select 126) stays there.
+    private var channelState = ChannelState(channels: 16)
     private var replayPending = false
+    /// A state restored while processing: the audio thread forgets the channel state.
+    private let forgetRequested = Atomic<Bool>(false)
 
     // the call's events, converted (audio thread)
     public static let eventCapacity = 8192
@@ -86,14 +87,11 @@ public final class PluginInstance: @unchecked Sendable {
         settings = defaults
         applied = .allocate(capacity: PluginParameter.allCases.count)
         applied.initialize(repeating: .nan, count: PluginParameter.allCases.count)
-        held = .allocate(capacity: 16 * Self.heldStride)
-        held.initialize(repeating: -1, count: 16 * Self.heldStride)
         scratch = .allocate(capacity: Self.eventCapacity)
         scratch.initialize(repeating: CallbackEvent(offset: 0, .systemReset), count: Self.eventCapacity)
         let graph: EngineGraph
         do { graph = try build(defaults) } catch {
             applied.deallocate()
-            held.deallocate()
             scratch.deallocate()
             throw error
         }
@@ -107,7 +105,6 @@ public final class PluginInstance: @unchecked Sendable {
             Unmanaged<EngineGraph>.fromOpaque(UnsafeRawPointer(bitPattern: slot)!).release()
         }
         applied.deallocate()
-        held.deallocate()
         scratch.deallocate()
     }
 
@@ -303,10 +300,16 @@ public final class PluginInstance: @unchecked Sendable {
         try control.withLock { _ throws(PluginSettings.Problem) in
             let graph = try build(restored)
             storeParameters(restored.parameters)
-            if !active { held.update(repeating: -1, count: 16 * Self.heldStride) }
+            // the state's channel settings replace what the host's MIDI set
+            if active { forgetRequested.store(true, ordering: .releasing) } else { channelState.forgetAll() }
             install(graph)
             settings = restored
         }
+    }
+
+    /// Takes `other`'s channel state (a core rebuilt at a new rate). Neither may be processing.
+    public func copyChannelState(from other: PluginInstance) {
+        control.withLock { _ in channelState.copy(from: other.channelState) }
     }
 
     // MARK: parameters (any thread)
@@ -374,6 +377,7 @@ public final class PluginInstance: @unchecked Sendable {
             }
             applyParameters(engine)
             var n = 0
+            if forgetRequested.exchange(false, ordering: .acquiring) { channelState.forgetAll() }
             if replayPending {
                 replayPending = false
                 n = replayChannelState()
@@ -381,28 +385,15 @@ public final class PluginInstance: @unchecked Sendable {
             if let events {
                 for i in 0..<count {
                     let e = events[i]
-                    guard e.size > 0, let data = e.data else { continue }
-                    let status = data[0]
-                    let offset = Int(e.offset)
-                    if status == 0xF0 {
-                        guard n < Self.eventCapacity else { droppedEvents.add(count - i, ordering: .relaxed); break }
-                        let bytes = UnsafeBufferPointer(start: data, count: Int(e.size))
-                        scratch[n] = CallbackEvent(offset: offset, sysEx: bytes)
-                        n += 1
-                        switch SysExKind(bytes) {
-                        case .gmSystemOn, .gmSystemOff, .gm2SystemOn, .gsReset, .xgSystemOn:
-                            held.update(repeating: -1, count: 16 * Self.heldStride)
-                        default: break
-                        }
-                    } else if status >= 0x80 && status < 0xF0 {
-                        let d1 = e.size > 1 ? data[1] & 0x7F : 0, d2 = e.size > 2 ? data[2] & 0x7F : 0
-                        guard let m = MIDIMessage(status: status, data1: d1, data2: d2) else { continue }
-                        guard n < Self.eventCapacity else { droppedEvents.add(count - i, ordering: .relaxed); break }
-                        scratch[n] = CallbackEvent(offset: offset, m)
-                        n += 1
-                        remember(m)
+                    guard let data = e.data, case .event(let event) = RawMIDIEvent(data, count: Int(e.size), offset: Int(e.offset))
+                    else { continue }   // clock and other system bytes: the host gives the tempo
+                    guard n < Self.eventCapacity else { droppedEvents.add(count - i, ordering: .relaxed); break }
+                    scratch[n] = event
+                    n += 1
+                    switch event.kind {
+                    case .message(let m): channelState.remember(m)
+                    case .sysEx(let bytes): channelState.remember(sysEx: bytes)
                     }
-                    // system common and realtime bytes: nothing to play
                 }
             }
             engine.render(frames: frames, left: left, right: right, events: UnsafeBufferPointer(start: scratch, count: n))
@@ -410,58 +401,15 @@ public final class PluginInstance: @unchecked Sendable {
         rendered.store(true, ordering: .relaxed)
     }
 
-    /// Keeps what `m` sets of its channel's state (audio thread).
-    @inline(__always)
-    private func remember(_ m: MIDIMessage) {
-        switch m {
-        case .controlChange(let c, let n, let v):
-            let base = held + Int(c & 15) * Self.heldStride
-            if n == 121 {
-                // Reset All Controllers: all but bank, volume, pan and the sends (RP-015)
-                for k in 1..<120 where k != 7 && k != 10 && k != 32 && k != 91 && k != 93 && k != 94 { base[k] = -1 }
-                base[129] = -1
-            } else if n < 120 && n != 6 && n != 38 && !(n >= 96 && n <= 101) {
-                base[Int(n)] = Int16(v)      // data entry and (N)RPN are not played back: their order matters
-            }
-        case .programChange(let c, let p):
-            held[Int(c & 15) * Self.heldStride + 128] = Int16(p)
-        case .pitchBend(let c, let v):
-            held[Int(c & 15) * Self.heldStride + 129] = Int16(v & 0x3FFF)
-        case .systemReset:
-            held.update(repeating: -1, count: 16 * Self.heldStride)
-        default:
-            break
-        }
-    }
-
     /// Writes the remembered channel state to the call's first events
-    /// (bank, then program, then the other controllers, then the bend);
-    /// returns how many.
+    /// (ChannelState's replay order); returns how many.
     private func replayChannelState() -> Int {
         var n = 0
-        for c in 0..<16 {
-            let base = held + c * Self.heldStride
-            let ch = UInt8(c)
-            var k = 0
-            while k <= 32 {    // Bank Select MSB (0), then LSB (32)
-                if base[k] >= 0 {
-                    scratch[n] = CallbackEvent(offset: 0, .controlChange(channel: ch, controller: UInt8(k), value: UInt8(base[k])))
-                    n += 1
-                }
-                k += 32
-            }
-            if base[128] >= 0 {
-                scratch[n] = CallbackEvent(offset: 0, .programChange(channel: ch, program: UInt8(base[128])))
-                n += 1
-            }
-            for k in 1..<120 where k != 32 && base[k] >= 0 {
-                scratch[n] = CallbackEvent(offset: 0, .controlChange(channel: ch, controller: UInt8(k), value: UInt8(base[k])))
-                n += 1
-            }
-            if base[129] >= 0 {
-                scratch[n] = CallbackEvent(offset: 0, .pitchBend(channel: ch, value: UInt16(base[129])))
-                n += 1
-            }
+        let scratch = self.scratch
+        channelState.replay { m in
+            guard n < Self.eventCapacity else { return }
+            scratch[n] = CallbackEvent(offset: 0, m)
+            n += 1
         }
         return n
     }

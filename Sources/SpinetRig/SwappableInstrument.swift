@@ -33,11 +33,8 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
     private var sampleRate = 0.0
     private var channels = 0
     private let ringOutSeconds: Double
-    // channel state, to replay into a new instrument
-    private var controllers: UnsafeMutablePointer<Int16>   // channels * 128, -1 = never set
-    private var programs: UnsafeMutablePointer<Int16>
-    private var bends: UnsafeMutablePointer<Int32>
-    private var pressures: UnsafeMutablePointer<Int16>
+    /// The channel state, to replay into a new instrument (ChannelState's rule).
+    private var state: ChannelState
 
     // cross-thread hand-over
     private let pending = Atomic<UInt>(0)    // an Unmanaged<Box>, retained
@@ -51,21 +48,10 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
         current = Box(unit)
         self.ringOutSeconds = ringOutSeconds
         self.channels = channels
-        controllers = .allocate(capacity: channels * 128)
-        controllers.initialize(repeating: -1, count: channels * 128)
-        programs = .allocate(capacity: channels)
-        programs.initialize(repeating: -1, count: channels)
-        bends = .allocate(capacity: channels)
-        bends.initialize(repeating: -1, count: channels)
-        pressures = .allocate(capacity: channels)
-        pressures.initialize(repeating: -1, count: channels)
+        state = ChannelState(channels: channels)
     }
 
     deinit {
-        controllers.deallocate()
-        programs.deallocate()
-        bends.deallocate()
-        pressures.deallocate()
         scratch?.left.deallocate()
         for slot in [pending.exchange(0, ordering: .acquiring), retired.exchange(0, ordering: .acquiring)] where slot != 0 {
             Unmanaged<Box>.fromOpaque(UnsafeRawPointer(bitPattern: slot)!).release()
@@ -121,7 +107,7 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
     }
 
     public func receive(_ message: MIDIMessage) {
-        remember(message)
+        state.remember(message)
         current.unit.receive(message)
         guard let old = outgoing?.unit else { return }
         // The old instrument keeps what ends or shapes its notes, not new notes.
@@ -136,6 +122,7 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
     }
 
     public func receiveSysEx(_ message: UnsafeBufferPointer<UInt8>) {
+        state.remember(sysEx: message)
         current.unit.receiveSysEx(message)
     }
 
@@ -210,27 +197,7 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
         current = box
         outgoingFramesLeft = Int(ringOutSeconds * sampleRate)
         let unit = box.unit
-        for c in 0..<channels {
-            let ch = UInt8(c)
-            let cc = controllers + c * 128
-            if cc[0] >= 0 { unit.receive(.controlChange(channel: ch, controller: 0, value: UInt8(cc[0]))) }
-            if cc[32] >= 0 { unit.receive(.controlChange(channel: ch, controller: 32, value: UInt8(cc[32]))) }
-            if programs[c] >= 0 { unit.receive(.programChange(channel: ch, program: UInt8(programs[c]))) }
-            for n in 1..<120 where cc[n] >= 0 && !Self.notReplayed(UInt8(n)) {
-                unit.receive(.controlChange(channel: ch, controller: UInt8(n), value: UInt8(cc[n])))
-            }
-            if bends[c] >= 0 { unit.receive(.pitchBend(channel: ch, value: UInt16(bends[c]))) }
-            if pressures[c] >= 0 { unit.receive(.channelPressure(channel: ch, pressure: UInt8(pressures[c]))) }
-        }
-    }
-
-    /// Bank select goes first (above); parameter-number and data-entry
-    /// controllers mean nothing out of their sequence.
-    private static func notReplayed(_ n: UInt8) -> Bool {
-        switch n {
-        case 32, 6, 38, 96, 97, 98, 99, 100, 101: return true
-        default: return false
-        }
+        state.replay { unit.receive($0) }
     }
 
     private func retire() {
@@ -239,33 +206,5 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
         let r = UInt(bitPattern: Unmanaged.passRetained(box).toOpaque())
         outgoing = nil
         retired.store(r, ordering: .releasing)
-    }
-
-    private func remember(_ m: MIDIMessage) {
-        switch m {
-        case .controlChange(let c, let n, let v):
-            guard Int(c) < channels, n < 128 else { return }
-            if n == MIDIController.resetAllControllers {
-                // Controllers back to their defaults: forget all but bank, volume and pan.
-                for k in 1..<128 where k != 7 && k != 10 && k != 32 { controllers[Int(c) * 128 + k] = -1 }
-                bends[Int(c)] = -1
-                pressures[Int(c)] = -1
-            } else {
-                controllers[Int(c) * 128 + Int(n)] = Int16(v)
-            }
-        case .programChange(let c, let p):
-            if Int(c) < channels { programs[Int(c)] = Int16(p) }
-        case .pitchBend(let c, let v):
-            if Int(c) < channels { bends[Int(c)] = Int32(v) }
-        case .channelPressure(let c, let p):
-            if Int(c) < channels { pressures[Int(c)] = Int16(p) }
-        case .systemReset:
-            controllers.update(repeating: -1, count: channels * 128)
-            programs.update(repeating: -1, count: channels)
-            bends.update(repeating: -1, count: channels)
-            pressures.update(repeating: -1, count: channels)
-        case .noteOn, .noteOff, .polyPressure:
-            return
-        }
     }
 }

@@ -158,3 +158,38 @@ final class SysExCountingUnit: InstrumentUnit {
     }
     var activeVoices: Int { 0 }
 }
+
+@Suite("RawMIDIEvent: the one reading of a host's MIDI bytes")
+struct RawMIDIEventTests {
+    static func read(_ bytes: [UInt8], port: UInt8 = 0) -> RawMIDIEvent {
+        bytes.withUnsafeBufferPointer { b in
+            b.isEmpty ? RawMIDIEvent(UnsafePointer(bitPattern: 1)!, count: 0, offset: 7) : RawMIDIEvent(b.baseAddress!, count: b.count, offset: 7, port: port)
+        }
+    }
+
+    @Test func channelMessagesAreMaskedAndPutOnTheirPort() {
+        guard case .event(let e) = Self.read([0x93, 0xBC, 0xE4], port: 1), case .message(let m) = e.kind else {
+            Issue.record("not an event"); return
+        }
+        #expect(e.offset == 7)
+        #expect(m == .noteOn(channel: 19, key: 0x3C, velocity: 0x64))
+        guard case .event(let short) = Self.read([0xC2]), case .message(let p) = short.kind else { Issue.record("short"); return }
+        #expect(p == .programChange(channel: 2, program: 0), "a missing data byte reads as 0")
+    }
+
+    @Test func clockSysExResetAndTheRest() {
+        if case .clockTick = Self.read([0xF8]) {} else { Issue.record("F8") }
+        for b: UInt8 in [0xFA, 0xFB, 0xFC] { if case .clockRestart = Self.read([b]) {} else { Issue.record("\(b)") } }
+        for b: [UInt8] in [[], [0x40, 0x40], [0xF1, 0x10], [0xF2, 0, 0], [0xF6], [0xFE], [0xF9]] {
+            if case .ignored = Self.read(b) {} else { Issue.record("\(b) should be ignored") }
+        }
+        guard case .event(let reset) = Self.read([0xFF]), case .message(.systemReset) = reset.kind else { Issue.record("FF"); return }
+        let sysEx: [UInt8] = [0xF0, 0x7E, 0x7F, 0x09, 0x01, 0xF7]
+        sysEx.withUnsafeBufferPointer { b in
+            guard case .event(let e) = RawMIDIEvent(b.baseAddress!, count: b.count, offset: 3), case .sysEx(let lent) = e.kind else {
+                Issue.record("SysEx"); return
+            }
+            #expect(lent.baseAddress == b.baseAddress && lent.count == 6, "the bytes are lent, not copied")
+        }
+    }
+}

@@ -359,13 +359,13 @@ struct JACKClientLifecycleTests {
     }
 
     @Test func midiClockSetsTheTempoFromFrames() {
-        var clock = ClockTempo()
+        var clock = MIDIClockTempo()
         var tempo: Double?
         // 120 bpm at 48 kHz: a quarter note is 24000 frames, a tick 1000.
-        for i in 0...24 { tempo = clock.tick(at: Int64(5000 + i * 1000), sampleRate: 48000) ?? tempo }
+        for i in 0...24 { tempo = clock.tick(atFrame: Int64(5000 + i * 1000), sampleRate: 48000) ?? tempo }
         #expect(tempo == 120)
         clock.restart()
-        #expect(clock.tick(at: 0, sampleRate: 48000) == nil)
+        #expect(clock.tick(atFrame: 0, sampleRate: 48000) == nil)
     }
 }
 }

@@ -117,6 +117,14 @@ void spinet_plugin_free_string(char *string);
 // instance keeps its settings and the reason is logged.
 int spinet_plugin_restore_state(spinet_plugin *plugin, const char *json, const char *soundfont_path);
 
+// The channel state the host's MIDI set (bank, program, controllers,
+// bend, pressure: the rule is Spinet's ChannelState) is played back into
+// the sound at the first process call after an activation, so a channel a
+// DAW set up once, at the start of a clip, stays as it was set. A restored
+// state forgets it. This copies `from`'s into `to` (a core rebuilt at a new
+// sample rate); neither may be processing.
+void spinet_plugin_copy_channel_state(spinet_plugin *to, const spinet_plugin *from);
+
 // Debian's libfluidsynth runs OpenMP regions; Spinet runs one-thread regions
 // inline so that they do not allocate. How many ran inline so far in this
 // process (0 after rendering: the host's libgomp took them, and each
