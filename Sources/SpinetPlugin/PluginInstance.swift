@@ -42,8 +42,8 @@ public final class PluginInstance: @unchecked Sendable {
 
     // The graph process renders: retained, released only off the audio thread.
     private var current: Unmanaged<EngineGraph>?
-    private let pending = Atomic<UInt>(0)    // a retained EngineGraph, built and prepared off the audio thread
-    private let retired = Atomic<UInt>(0)    // the graph `pending` replaced, for the control side to release
+    /// Graphs built and prepared off the audio thread, and the ones they replaced, handed back.
+    private let graphs = HandOver<EngineGraph>()
 
     // parameters: the value asked for (any thread), the value applied (audio thread)
     private let gainBits = Atomic<UInt64>(0)
@@ -101,9 +101,6 @@ public final class PluginInstance: @unchecked Sendable {
 
     deinit {
         current?.release()
-        for slot in [pending.exchange(0, ordering: .acquiring), retired.exchange(0, ordering: .acquiring)] where slot != 0 {
-            Unmanaged<EngineGraph>.fromOpaque(UnsafeRawPointer(bitPattern: slot)!).release()
-        }
         applied.deallocate()
         scratch.deallocate()
     }
@@ -177,8 +174,7 @@ public final class PluginInstance: @unchecked Sendable {
 
     /// Releases a graph the audio thread handed back.
     private func collect() {
-        let r = retired.exchange(0, ordering: .acquiring)
-        if r != 0 { Unmanaged<EngineGraph>.fromOpaque(UnsafeRawPointer(bitPattern: r)!).release() }
+        graphs.collect()
     }
 
     /// Replaces the graph: directly while inactive, through `pending` while
@@ -189,8 +185,7 @@ public final class PluginInstance: @unchecked Sendable {
             graph.engine.prepare(sampleRate: sampleRate, maxFrames: maxFrames)
             graph.engine.sendEffects?.setReturnLevels(reverb: Float(parameter(.reverb)), chorus: Float(parameter(.chorus)),
                                                       delay: Float(parameter(.delay)), ramp: false)
-            let old = pending.exchange(UInt(bitPattern: Unmanaged.passRetained(graph).toOpaque()), ordering: .acquiringAndReleasing)
-            if old != 0 { Unmanaged<EngineGraph>.fromOpaque(UnsafeRawPointer(bitPattern: old)!).release() }
+            graphs.offer(graph)
         } else {
             current?.release()
             current = .passRetained(graph)
@@ -236,10 +231,9 @@ public final class PluginInstance: @unchecked Sendable {
         control.withLock { _ in
             active = false
             // a graph the audio thread did not take is the one to keep
-            let p = pending.exchange(0, ordering: .acquiring)
-            if p != 0 {
+            if let graph = graphs.withdraw() {
                 current?.release()
-                current = Unmanaged<EngineGraph>.fromOpaque(UnsafeRawPointer(bitPattern: p)!)
+                current = .passRetained(graph)
             }
             collect()
             drainLogs(current?.takeUnretainedValue())
@@ -254,7 +248,7 @@ public final class PluginInstance: @unchecked Sendable {
             next.soundFont = path
             next.parameters = loadParameters()
             let graph = current?.takeUnretainedValue()
-            let pendingGraph = pending.load(ordering: .acquiring) != 0
+            let pendingGraph = graphs.isPending
             if active, !pendingGraph, let graph, let slot = graph.soundFontSlot {
                 let unit: SoundFontUnit
                 do { unit = try SoundFontUnit(fonts: [path], sampleRate: sampleRate, channels: 16, options: graph.settings.soundFont) } catch {
@@ -358,14 +352,11 @@ public final class PluginInstance: @unchecked Sendable {
     public func process(frames: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
                         events: UnsafePointer<spinet_midi_event>?, count: Int) {
         // a graph built off this thread: take it, hand the old one back
-        if retired.load(ordering: .acquiring) == 0 {
-            let p = pending.exchange(0, ordering: .acquiringAndReleasing)
-            if p != 0 {
-                if let old = current { retired.store(UInt(bitPattern: old.toOpaque()), ordering: .releasing) }
-                current = Unmanaged<EngineGraph>.fromOpaque(UnsafeRawPointer(bitPattern: p)!)
-                for i in 0..<PluginParameter.allCases.count { applied[i] = .nan }
-                appliedTempo = 0
-            }
+        if let graph = graphs.take() {
+            if let old = current { graphs.retire(old) }
+            current = graph
+            for i in 0..<PluginParameter.allCases.count { applied[i] = .nan }
+            appliedTempo = 0
         }
         guard let current, frames > 0 else { return }
         current._withUnsafeGuaranteedRef { graph in

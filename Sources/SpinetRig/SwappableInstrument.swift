@@ -37,8 +37,7 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
     private var state: ChannelState
 
     // cross-thread hand-over
-    private let pending = Atomic<UInt>(0)    // an Unmanaged<Box>, retained
-    private let retired = Atomic<UInt>(0)    // an Unmanaged<Box>, retained
+    private let swaps = HandOver<Box>()
     private let swapping = Atomic<Bool>(false)
     private let prepared = Atomic<Bool>(false)
 
@@ -53,9 +52,6 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
 
     deinit {
         scratch?.left.deallocate()
-        for slot in [pending.exchange(0, ordering: .acquiring), retired.exchange(0, ordering: .acquiring)] where slot != 0 {
-            Unmanaged<Box>.fromOpaque(UnsafeRawPointer(bitPattern: slot)!).release()
-        }
     }
 
     // MARK: control thread
@@ -67,8 +63,7 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
         collect()
         guard prepared.load(ordering: .acquiring), !swapping.exchange(true, ordering: .acquiringAndReleasing) else { return false }
         unit.prepare(sampleRate: sampleRate, maxFrames: maxFrames, channels: channels)
-        let p = UInt(bitPattern: Unmanaged.passRetained(Box(unit)).toOpaque())
-        pending.store(p, ordering: .releasing)
+        swaps.offer(Box(unit))
         return true
     }
 
@@ -80,11 +75,7 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
 
     /// Releases an instrument the render thread has handed back (control thread).
     private func collect() {
-        let r = retired.exchange(0, ordering: .acquiring)
-        if r != 0 {
-            Unmanaged<Box>.fromOpaque(UnsafeRawPointer(bitPattern: r)!).release()
-            swapping.store(false, ordering: .releasing)
-        }
+        if swaps.collect() { swapping.store(false, ordering: .releasing) }
     }
 
     // MARK: InstrumentUnit
@@ -156,8 +147,7 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
     @inline(__always)
     private func takePending() {
         guard outgoing == nil else { return }
-        let p = pending.exchange(0, ordering: .acquiring)
-        if p != 0 { takeOver(Unmanaged<Box>.fromOpaque(UnsafeRawPointer(bitPattern: p)!).takeRetainedValue()) }
+        if let box = swaps.take() { takeOver(box.takeRetainedValue()) }
     }
 
     /// Adds the old instrument's sound; near the end of the ring-out time, with a linear fade.
@@ -203,8 +193,7 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
     private func retire() {
         guard let box = outgoing else { return }
         // Hand the last reference to the control thread: +1 here, -1 there.
-        let r = UInt(bitPattern: Unmanaged.passRetained(box).toOpaque())
+        swaps.retire(.passRetained(box))
         outgoing = nil
-        retired.store(r, ordering: .releasing)
     }
 }
