@@ -65,13 +65,13 @@ let package = Package(
         .target(name: "SpinetSoundFont", dependencies: ["SpinetEngine", "SpinetMIDI", "CFluidSynth", "CFluidSynthRealtime"]),
         .target(name: "SpinetEffects", dependencies: ["SpinetSupport"]),
         .target(name: "SpinetSynth", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSupport"], exclude: ["PRESETS.md"]),
-        .target(name: "SpinetFile", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSupport", "CSndFile", "CEBUR128"]),
+        .target(name: "SpinetFile", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSupport", "CSndFile", "CEBUR128"]),
         // The settings a user writes: the config file and --channel values (no audio, no C).
         .target(name: "SpinetSettings", dependencies: ["SpinetSupport"]),
         // What every live host shares and every driver implements, below the
         // drivers: the AudioDevice and MIDIInput protocols, the timeline where
         // engine frames meet the clock, the record ring. No C library, no files.
-        .target(name: "SpinetHost", dependencies: ["SpinetEngine", "SpinetMIDI"]),
+        .target(name: "SpinetHost", dependencies: ["SpinetEngine"]),
         // ALSA only: the PCM output and the sequencer client (AudioDevice, MIDIInput).
         .target(name: "SpinetALSA", dependencies: ["CALSA", "SpinetEngine", "SpinetMIDI", "SpinetHost", "SpinetSupport"]),
         // JACK only: the client (AudioDevice) and its MIDI inputs (MIDIInput),
@@ -81,7 +81,7 @@ let package = Package(
         // and units), the live session over any AudioDevice and MIDIInput, the
         // swappable SoundFont slot and recording. No driver in it.
         .target(name: "SpinetRig", dependencies: [
-            "SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetHost",
+            "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetHost",
             "SpinetSettings", "SpinetSupport",
         ]),
         // The plugin core every plugin format wraps: one instance = one live
@@ -117,10 +117,10 @@ let package = Package(
         // The same counting for `spinet bench`, in its own executable: the
         // interposed malloc and lock functions stay out of `spinet`.
         .executableTarget(name: "spinet-rtcheck", dependencies: [
-            "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetSupport", "SpinetTestSupport",
+            "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetTestSupport",
             "SpinetRig",
         ]),
-        .target(name: "SpinetTestSupport", dependencies: ["SpinetEngine", "SpinetMIDI", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
+        .target(name: "SpinetTestSupport", dependencies: ["SpinetEngine", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
         // Swift Testing traits that say which tests a run leaves out (the
         // probe's under a sanitizer, the slow ones); apart from
         // SpinetTestSupport, which spinet-rtcheck links.
@@ -132,12 +132,12 @@ let package = Package(
         .testTarget(name: "SpinetSynthTests", dependencies: ["SpinetSynth", "SpinetEngine", "SpinetMIDI", "SpinetSupport", "SpinetTestSupport", "SpinetTestTraits"], exclude: ["Regressions"]),
         .testTarget(name: "SpinetSupportTests", dependencies: ["SpinetSupport"]),
         .testTarget(name: "SpinetEffectsTests", dependencies: ["SpinetEffects", "SpinetTestSupport", "SpinetTestTraits"]),
-        .testTarget(name: "SpinetALSATests", dependencies: ["SpinetALSA", "SpinetEngine", "SpinetMIDI", "CALSA", "SpinetTestSupport", "SpinetHost"]),
+        .testTarget(name: "SpinetALSATests", dependencies: ["SpinetALSA", "SpinetMIDI", "CALSA", "SpinetHost"]),
         .testTarget(name: "SpinetRigTests", dependencies: [
             "SpinetRig", "SpinetHost", "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetTestSupport",
             "SpinetALSA", "CRealtimeProbe", "SpinetTestTraits",
         ]),
-        .testTarget(name: "SpinetJACKTests", dependencies: ["SpinetJACK", "CJACK", "SpinetEngine", "SpinetSynth", "SpinetSoundFont", "SpinetMIDI", "SpinetHost", "SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
+        .testTarget(name: "SpinetJACKTests", dependencies: ["SpinetJACK", "CJACK", "SpinetEngine", "SpinetSynth", "SpinetSoundFont", "SpinetMIDI", "SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
         .testTarget(name: "SpinetPluginTests", dependencies: ["SpinetPlugin", "CSpinetPlugin", "SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
         // The CLAP plugin under Tests/PluginHosts/clap-host.c (SPINET_PLUGIN_DIR: make plugin-tests-clap).
         .testTarget(name: "SpinetCLAPTests", dependencies: ["SpinetTestSupport", "SpinetTestTraits"]),
