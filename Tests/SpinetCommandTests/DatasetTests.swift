@@ -137,16 +137,16 @@ struct DatasetTests {
     }
 }
 
-/// The README's dataset examples, run as written (with `spinet` on the PATH,
+/// The dataset page's scheduler examples, run as written (with `spinet` on the PATH,
 /// the scheduler's variables set by hand, and /data/ a temporary directory).
-@Suite("README: Rendering a dataset")
+@Suite("docs/datasets.md: Schedulers")
 struct DatasetReadmeTests {
-    /// The shell blocks of the README's "Rendering a dataset" section.
+    /// The shell blocks of the "Schedulers" section of docs/datasets.md.
     static func blocks() throws -> [String] {
-        let readme = try String(contentsOf: SpinetCommand.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        guard let start = readme.range(of: "### Rendering a dataset") else { return [] }
-        let section = readme[start.upperBound...]
-        let end = section.range(of: "\n### ")?.lowerBound ?? section.endIndex
+        let page = try String(contentsOf: SpinetCommand.repositoryRoot.appendingPathComponent("docs/datasets.md"), encoding: .utf8)
+        guard let start = page.range(of: "\n## Schedulers\n") else { return [] }
+        let section = page[start.upperBound...]
+        let end = section.range(of: "\n## ")?.lowerBound ?? section.endIndex
         let parts = section[..<end].components(separatedBy: "```")
         // odd parts are inside fences: "sh\n...": drop the language tag
         return stride(from: 1, to: parts.count, by: 2).map { String(parts[$0].drop { $0 != "\n" }) }
