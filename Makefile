@@ -82,7 +82,7 @@ check: plugin-tests-clap
 
 # .build/plugins/spinet.clap (+ SoundFonts/ beside it) and the test host clap-host.
 plugins-clap: deps
-	SWIFT=$(SWIFT) scripts/build-clap.sh
+	SWIFT=$(SWIFT) scripts/build-plugin.sh clap
 
 # Tests/SpinetCLAPTests against the built plugin, through Tests/PluginHosts/clap-host.c
 # (the suite is disabled unless SPINET_PLUGIN_DIR is set; this sets it). Part
@@ -199,7 +199,7 @@ deb: dist
 # ---------------------------------------------------------------------------
 # The LV2 plugin (issue 17): `make plugins-lv2` builds the bundle
 # .build/plugins/spinet.lv2/ and the headless test host .build/plugins/lv2-host
-# (scripts/build-lv2.sh); `make install-plugins-lv2` copies the bundle to
+# (scripts/build-plugin.sh lv2); `make install-plugins-lv2` copies the bundle to
 # ~/.lv2, or to $(DESTDIR)$(PREFIX)/lib/lv2 when PREFIX is given;
 # `make plugin-tests-lv2` runs Tests/SpinetLV2Tests on the built bundle (part
 # of `make check`, so of `make test`).
@@ -220,7 +220,7 @@ check: plugin-tests-lv2
 
 plugins-lv2: deps
 	@scripts/install-deps.sh $(LV2_DEPS)
-	SWIFT=$(SWIFT) scripts/build-lv2.sh
+	SWIFT=$(SWIFT) scripts/build-plugin.sh lv2
 
 install-plugins-lv2:
 	@test -f $(LV2_BUNDLE)/spinet_lv2.so || $(MAKE) plugins-lv2

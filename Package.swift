@@ -1,8 +1,8 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// The plugins are built only by the plugin build (scripts/build-lv2.sh and
-// scripts/build-clap.sh set SPINET_BUILD_PLUGINS, in their own scratch path,
+// The plugins are built only by the plugin build (scripts/build-plugin.sh
+// sets SPINET_BUILD_PLUGINS, in their own scratch path,
 // with -Xswiftc -static-stdlib): `swift build` builds every product, and the
 // release build's --static-swift-stdlib cannot link a dynamic library that
 // uses Foundation (it asks for the static-only lib_FoundationCShims); the
@@ -18,14 +18,15 @@ let pluginProducts: [Product] = buildPlugins ? [
 let pluginTargets: [Target] = buildPlugins ? [
     // The LV2 glue in C over the core's C API; only lv2_descriptor and
     // GOMP_parallel are exported (spinet_lv2.map). The TTL is in bundle/.
-    // -z nodelete: a host's dlclose must not unload the plugin and its
-    // libraries, since libgomp keeps a pool thread (started by
-    // libfluidsynth's font loading) that would crash in unmapped code.
+    // Linked as the CLAP plugin is: -z now (no lazy binding on the audio
+    // thread's first calls) and -z nodelete (a host's dlclose must not
+    // unload the plugin and its libraries, since libgomp keeps a pool thread,
+    // started by libfluidsynth's font loading, that would crash in unmapped code).
     .target(name: "SpinetLV2", dependencies: ["CSpinetPlugin", "SpinetPlugin"],
             exclude: ["bundle", "spinet_lv2.map"],
             linkerSettings: [
                 .unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/SpinetLV2/spinet_lv2.map",
-                              "-Xlinker", "-z", "-Xlinker", "nodelete"]),
+                              "-Xlinker", "-z", "-Xlinker", "now", "-Xlinker", "-z", "-Xlinker", "nodelete"]),
             ]),
 ] : []
 

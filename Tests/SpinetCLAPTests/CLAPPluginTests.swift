@@ -4,7 +4,7 @@ import SpinetTestSupport
 import SpinetTestTraits
 
 // The CLAP plugin (.build/plugins/spinet.clap) under the headless host
-// Tests/PluginHosts/clap-host.c, both built by scripts/build-clap.sh
+// Tests/PluginHosts/clap-host.c, both built by scripts/build-plugin.sh clap
 // (`make plugins-clap`). `make plugin-tests-clap` (part of `make test`) sets
 // SPINET_PLUGIN_DIR to .build/plugins; without it the suite is disabled.
 

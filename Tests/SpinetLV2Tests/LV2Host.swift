@@ -2,7 +2,7 @@ import Foundation
 import SpinetTestSupport
 
 /// Runs the headless LV2 host (Tests/PluginHosts/lv2-host.c, built by
-/// scripts/build-lv2.sh beside the bundle) on the built plugin.
+/// scripts/build-plugin.sh lv2 beside the bundle) on the built plugin.
 enum LV2Host {
     /// `$SPINET_PLUGIN_DIR`: where `make plugins-lv2` put spinet.lv2 and lv2-host.
     static var pluginDirectory: String? {
