@@ -11,75 +11,6 @@ import Testing
 
 private let font = SpinetCommand.repositoryRoot.appendingPathComponent("SoundFonts/sf_GMbank.sf2").path
 
-/// A device whose rate changes while it runs, as a JACK server's does under
-/// PipeWire: a render thread that swaps in an offered engine at the start
-/// of a block, stays silent (renders and publishes nothing) while no
-/// engine matches its rate, and records which engine each anchor it
-/// publishes belongs to.
-final class RateChangingDevice: RateFollowingDevice, @unchecked Sendable {
-    let rate = Atomic<Int>(48000)
-    var sampleRate: Int { rate.load(ordering: .acquiring) }
-    let periodFrames = 256
-    let periods = 2
-    var bufferFrames: Int { periods * periodFrames }
-    let summary = "rate-changing fake"
-    let xruns = 0
-    let failure: String? = nil
-    let stopped = Atomic<Bool>(false)
-    let following = Atomic<Bool>(false)
-    /// Unmanaged<Engine> bits: offered, not yet taken (+1).
-    private let pending = Atomic<UInt>(0)
-    /// The engine of the last anchor published (ObjectIdentifier bits).
-    let lastPublisher = Atomic<UInt>(0)
-    private var thread: NativeThread?
-    private var retired: [Engine] = []
-
-    func takeIntervalLoad() -> RenderLoad { RenderLoad(mean: 0, peak: 0, periods: 0) }
-    var totalLoad: RenderLoad { RenderLoad(mean: 0, peak: 0, periods: 0) }
-    func hostWillFollowRate() { following.store(true, ordering: .relaxed) }
-
-    func offer(engine: Engine) -> Bool {
-        let bits = UInt(bitPattern: Unmanaged.passRetained(engine).toOpaque())
-        if pending.compareExchange(expected: 0, desired: bits, ordering: .acquiringAndReleasing).exchanged { return true }
-        Unmanaged<Engine>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
-        return false
-    }
-    var offeredEngineTaken: Bool { pending.load(ordering: .acquiring) == 0 }
-
-    func start(engine first: Engine, timeline: AudioTimeline, ring: RecordRing?, priority: Int32) -> ThreadScheduling {
-        let t = NativeThread(name: "fake-audio") { [self] in
-            var engine = first
-            let l = UnsafeMutablePointer<Float>.allocate(capacity: periodFrames)
-            let r = UnsafeMutablePointer<Float>.allocate(capacity: periodFrames)
-            defer { l.deallocate(); r.deallocate() }
-            while !stopped.load(ordering: .acquiring) {
-                let bits = pending.load(ordering: .acquiring)
-                if bits != 0 {
-                    retired.append(engine)      // a test: no real-time rules here
-                    engine = Unmanaged<Engine>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
-                    pending.store(0, ordering: .releasing)
-                }
-                if Int(engine.sampleRate) == sampleRate {
-                    var ts = timespec()
-                    clock_gettime(CLOCK_MONOTONIC, &ts)
-                    lastPublisher.store(UInt(bitPattern: ObjectIdentifier(engine).hashValue), ordering: .relaxed)
-                    timeline.publish(TimelineAnchor(frame: engine.frameTime, nanoseconds: Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)))
-                    engine.render(frames: periodFrames, left: l, right: r)
-                }
-                usleep(2_000)
-            }
-        }
-        thread = t
-        return t.scheduling
-    }
-
-    func stop(drain: Bool) {
-        stopped.store(true, ordering: .releasing)
-        thread?.join()
-        thread = nil
-    }
-}
-
 /// A MIDI input with a thread of its own (as the ALSA sequencer): it can
 /// follow a new engine, and plays one note through whichever queue and
 /// timing it has, once started and once more after each `follow`.
@@ -90,11 +21,11 @@ final class FollowingInput: MIDIInput, @unchecked Sendable {
         /// The engine whose anchor the timeline held when `follow` came.
         var anchorEngine: UInt
     }
-    let device: RateChangingDevice
+    let device: FakeDevice
     let canFollow: Bool
     private let state = Mutex<(timeline: AudioTimeline?, followed: [Followed])>((nil, []))
 
-    init(device: RateChangingDevice, canFollow: Bool) {
+    init(device: FakeDevice, canFollow: Bool) {
         self.device = device
         self.canFollow = canFollow
     }
@@ -161,11 +92,11 @@ struct LiveSessionRateTests {
     }
 
     /// Plays 1.2 s; the device's rate goes to 44.1 kHz after 0.4 s.
-    static func run(canFollow: Bool) throws -> (LiveSession, RateChangingDevice, FollowingInput, [String]) {
+    static func run(canFollow: Bool) throws -> (LiveSession, FakeDevice, FollowingInput, [String]) {
         let settings = GraphSettings()
         let unit = try SoundFontUnit(fonts: [font], sampleRate: 48000, options: settings.soundFont)
         let graph = try GraphBuilder.live(settings, soundFont: unit, inputCapacities: [8192, 1024])
-        let device = RateChangingDevice()
+        let device = FakeDevice()
         let input = FollowingInput(device: device, canFollow: canFollow)
         var options = LiveSession.Options()
         options.priority = 0

@@ -105,49 +105,6 @@ struct GraphBuilderTests {
     }
 }
 
-/// An audio device with no hardware: a thread that renders a period every
-/// few milliseconds and publishes where its frames are, as a driver does.
-private final class FakeDevice: AudioDevice, @unchecked Sendable {
-    let sampleRate = 48000
-    let periodFrames = 256
-    let periods = 2
-    var bufferFrames: Int { periods * periodFrames }
-    let summary = "fake, 48000 Hz"
-    let xruns = 0
-    let failure: String? = nil
-    let stopped = Atomic<Bool>(false)
-    let blocks = Atomic<Int>(0)
-    private var thread: NativeThread?
-
-    func takeIntervalLoad() -> RenderLoad { RenderLoad(mean: 0, peak: 0, periods: 0) }
-    var totalLoad: RenderLoad { RenderLoad(mean: 0, peak: 0, periods: 0) }
-
-    func start(engine: Engine, timeline: AudioTimeline, ring: RecordRing?, priority: Int32) -> ThreadScheduling {
-        let t = NativeThread(name: "fake-audio") { [self] in
-            let l = UnsafeMutablePointer<Float>.allocate(capacity: periodFrames)
-            let r = UnsafeMutablePointer<Float>.allocate(capacity: periodFrames)
-            defer { l.deallocate(); r.deallocate() }
-            while !stopped.load(ordering: .acquiring) {
-                var ts = timespec()
-                clock_gettime(CLOCK_MONOTONIC, &ts)
-                timeline.publish(TimelineAnchor(frame: engine.frameTime, nanoseconds: Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)))
-                engine.render(frames: periodFrames, left: l, right: r)
-                ring?.write(left: l, right: r, frames: periodFrames)
-                blocks.add(1, ordering: .relaxed)
-                usleep(2_000)
-            }
-        }
-        thread = t
-        return t.scheduling
-    }
-
-    func stop(drain: Bool) {
-        stopped.store(true, ordering: .releasing)
-        thread?.join()
-        thread = nil
-    }
-}
-
 /// A MIDI input that plays one note as soon as it is started.
 private final class FakeInput: MIDIInput, @unchecked Sendable {
     let started = Atomic<Bool>(false)
