@@ -90,7 +90,7 @@ let package = Package(
         .target(name: "CSpinetPlugin"),
         .target(name: "SpinetPlugin", dependencies: [
             "CSpinetPlugin", "SpinetRig", "SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth",
-            "SpinetFile", "SpinetSettings", "SpinetSupport", "CFluidSynthRealtime",
+            "SpinetSettings", "SpinetSupport", "CFluidSynthRealtime",
         ]),
         // The CLAP headers (free-audio/clap 1.2.10, MIT, header-only; see Sources/CCLAP/VERSION.md).
         .target(name: "CCLAP", exclude: ["LICENSE", "VERSION.md"]),
@@ -129,7 +129,7 @@ let package = Package(
         .testTarget(name: "SpinetTestSupportTests", dependencies: ["SpinetTestSupport", "CRealtimeProbe", "SpinetTestTraits"]),
         .testTarget(name: "SpinetMIDITests", dependencies: ["SpinetMIDI", "SpinetTestSupport"], exclude: ["Regressions"]),
         .testTarget(name: "SpinetEngineTests", dependencies: ["SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetTestSupport", "SpinetTestTraits"]),
-        .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetSynth", "SpinetEngine", "SpinetFile", "SpinetMIDI", "SpinetTestSupport", "SpinetSettings", "SpinetTestTraits"], exclude: ["Regressions"]),
+        .testTarget(name: "SpinetSoundFontTests", dependencies: ["SpinetSoundFont", "SpinetSynth", "SpinetEngine", "SpinetFile", "SpinetRig", "SpinetMIDI", "SpinetTestSupport", "SpinetSettings", "SpinetTestTraits"], exclude: ["Regressions"]),
         .testTarget(name: "SpinetSynthTests", dependencies: ["SpinetSynth", "SpinetEngine", "SpinetMIDI", "SpinetSupport", "SpinetTestSupport", "SpinetTestTraits"], exclude: ["Regressions"]),
         .testTarget(name: "SpinetSupportTests", dependencies: ["SpinetSupport"]),
         .testTarget(name: "SpinetEffectsTests", dependencies: ["SpinetEffects", "SpinetTestSupport", "SpinetTestTraits"]),

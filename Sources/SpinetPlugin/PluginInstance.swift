@@ -3,7 +3,6 @@ import FoundationEssentials
 import Glibc
 import Synchronization
 import SpinetEngine
-import SpinetFile
 import SpinetMIDI
 import SpinetRig
 import SpinetSoundFont

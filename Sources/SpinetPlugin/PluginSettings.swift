@@ -1,7 +1,6 @@
 import FoundationEssentials
 import SpinetEffects
 import SpinetEngine
-import SpinetFile
 import SpinetRig
 import SpinetSettings
 import SpinetSoundFont

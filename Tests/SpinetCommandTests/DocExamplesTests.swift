@@ -230,3 +230,46 @@ struct DocExamplesTests {
         }
     }
 }
+
+/// The design page's module table is Package.swift's: every folder of
+/// Sources/ has a row, and its "builds on" column lists exactly the
+/// target's dependencies (`Spinet` dropped from the names; the command
+/// line's swift-argument-parser aside).
+@Suite("Documentation: the module table is the package's")
+struct ModuleTableTests {
+    /// `SpinetEngine` and `Engine` are one name here, as the page writes them.
+    static func short<S: StringProtocol>(_ name: S) -> String {
+        name.hasPrefix("Spinet") ? String(name.dropFirst(6)) : String(name)
+    }
+
+    /// name -> dependencies, for every target of Package.swift (plugins included).
+    static func targets() throws -> [String: Set<String>] {
+        let text = try String(contentsOf: SpinetCommand.repositoryRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
+        var found: [String: Set<String>] = [:]
+        let pattern = #/\.(?:target|executableTarget|systemLibrary)\(name: "([^"]+)"(?:, dependencies: \[([^\]]*)\])?/#
+        for m in text.matches(of: pattern) {
+            let deps = (m.output.2.map(String.init) ?? "").matches(of: #/"([^"]+)"/#).map { String($0.output.1) }
+            found[String(m.output.1)] = Set(deps.filter { $0 != "ArgumentParser" && $0 != "swift-argument-parser" })
+        }
+        return found
+    }
+
+    @Test func everyModuleHasARowWithItsDependencies() throws {
+        let page = DocExamples.text("docs/design.md")
+        var rows: [String: Set<String>] = [:]
+        for line in page.split(separator: "\n") where line.hasPrefix("| `") {
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count >= 4 else { continue }
+            let names = cells[1].matches(of: #/`([^`]+)`/#).map { String($0.output.1) }
+            let deps = cells[3] == "-" ? Set<String>() : Set(cells[3].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+            for name in names { rows[name] = Set(deps.map { Self.short($0) }) }
+        }
+        let targets = try Self.targets()
+        let folders = try FileManager.default.contentsOfDirectory(atPath: SpinetCommand.repositoryRoot.appendingPathComponent("Sources").path)
+        for folder in folders.sorted() {
+            guard let deps = targets[folder] else { Issue.record("Sources/\(folder) is no target of Package.swift"); continue }
+            guard let row = rows[folder] else { Issue.record("docs/design.md has no row for \(folder)"); continue }
+            #expect(row == Set(deps.map(Self.short)), "\(folder): the page says \(row.sorted()), Package.swift \(deps.map(Self.short).sorted())")
+        }
+    }
+}

@@ -4,6 +4,7 @@ import SpinetEngine
 import SpinetFile
 import SpinetSettings
 import SpinetMIDI
+import SpinetRig
 import SpinetSoundFont
 import SpinetTestSupport
 import SpinetTestTraits

@@ -3,6 +3,7 @@ import Testing
 import SpinetEngine
 import SpinetFile
 import SpinetMIDI
+import SpinetRig
 import SpinetSoundFont
 import SpinetTestSupport
 

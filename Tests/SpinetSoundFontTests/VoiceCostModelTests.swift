@@ -2,6 +2,7 @@ import Testing
 import SpinetEngine
 import SpinetFile
 import SpinetMIDI
+import SpinetRig
 import SpinetSoundFont
 
 /// The per-note cost an offline render splits its channels by, read from

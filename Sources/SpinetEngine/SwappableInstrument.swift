@@ -1,5 +1,4 @@
 import Synchronization
-import SpinetEngine
 import SpinetMIDI
 
 /// An instrument slot whose instrument can be replaced while it plays — a new
