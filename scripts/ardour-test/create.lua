@@ -12,6 +12,9 @@ end
 local tl = s:new_midi_track (ARDOUR.ChanCount (ARDOUR.DataType ("midi"), 1), ARDOUR.ChanCount (ARDOUR.DataType ("audio"), 2),
 	true, ARDOUR.PluginInfo (), nil, nil, 1, "Synth", ARDOUR.PresentationInfo.max_order, ARDOUR.TrackMode.Normal, true, false)
 local track = tl:front ()
+-- only the player's events: the track's own MIDI input (the dummy
+-- backend's ports) off
+track:to_midi_track ():set_input_active (false)
 local spinet = ARDOUR.LuaAPI.new_plugin (s, uri, ARDOUR.PluginType.LV2, "")
 assert (not spinet:isnil (), "Spinet's LV2 not found")
 assert (track:add_processor_by_index (spinet, 0, nil, true) == 0, "Spinet not added")

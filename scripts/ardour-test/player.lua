@@ -23,7 +23,12 @@ end
 function dsp_init (rate)
 	for f, a, b, c in EVENTS:gmatch ("(%d+) (%d+) (%d+) (%d+)") do
 		frames[#frames + 1] = tonumber (f)
-		bytes[#bytes + 1] = { tonumber (a), tonumber (b), tonumber (c) }
+		local status = tonumber (a)
+		if status >= 0xC0 and status < 0xE0 then   -- program change, channel pressure: two bytes
+			bytes[#bytes + 1] = { status, tonumber (b) }
+		else
+			bytes[#bytes + 1] = { status, tonumber (b), tonumber (c) }
+		end
 	end
 end
 
