@@ -109,6 +109,14 @@ uninstall-plugins-clap:
 	rm -f $(CLAPDIR)/Spinet/spinet.clap $(CLAPDIR)/Spinet/SoundFonts/sf_GMbank.sf2
 	rmdir $(CLAPDIR)/Spinet/SoundFonts $(CLAPDIR)/Spinet 2>/dev/null || true
 
+# Spinet's LV2 in Ardour 7, headless (scripts/ardour-test.sh): installs
+# Debian's ardour if missing (about 80 s on a fresh machine; skipped, saying
+# so, when it cannot be installed), then about 20 s. Part of `make test`.
+.PHONY: ardour-test
+ardour-test: plugins-lv2
+	scripts/ardour-test.sh
+test: ardour-test
+
 bench: release
 	@scripts/install-deps.sh fluidsynth openttd-openmsx
 	.build/release/spinet bench $(BENCH_FILES)

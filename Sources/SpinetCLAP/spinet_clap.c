@@ -59,6 +59,14 @@ typedef struct spinet_clap {
     const clap_host_log_t *host_log;
     const clap_host_state_t *host_state;
     const clap_host_preset_load_t *host_preset_load;
+    const clap_host_note_name_t *host_note_name;
+
+    // The drum kit's key names (note-name), from the core's name table;
+    // rebuilt on the main thread when `names_stale` (a new core, a font
+    // change, a restored state).
+    clap_note_name_t *note_names;
+    uint32_t note_name_count;
+    bool names_stale;
 
     spinet_plugin *core;
     double core_rate;
@@ -121,6 +129,7 @@ static bool ensure_core_locked(spinet_clap *s) {
         return false;
     }
     s->core_rate = rate;
+    s->names_stale = true;
     if (s->pending_font != NULL) {
         if (spinet_plugin_load_soundfont(s->core, s->pending_font) != 0)
             logf_(s, CLAP_LOG_ERROR, "SoundFont %s not loaded; the previous one plays on", s->pending_font);
@@ -349,19 +358,17 @@ static bool state_load(const clap_plugin_t *plugin, const clap_istream_t *stream
     }
     json[length] = '\0';
     pthread_mutex_lock(&s->core_lock);
+    // A project whose SoundFont is not on this machine: the core restores
+    // every other setting, plays its default font and logs the saved path.
     int status = ensure_core_locked(s) ? spinet_plugin_restore_state(s->core, json, NULL) : -1;
-    if (status != 0 && s->core != NULL) {
-        // Most often the project's SoundFont is not on this machine: keep
-        // the font in use and restore every other setting.
-        char current[4096];
-        spinet_plugin_soundfont_path(s->core, current, sizeof current);
-        if (current[0] != '\0' && spinet_plugin_restore_state(s->core, json, current) == 0) {
-            status = 0;
-            logf_(s, CLAP_LOG_WARNING, "the saved state's SoundFont was not loaded; the other settings are restored, with %s", current);
-        }
-    }
     pthread_mutex_unlock(&s->core_lock);
     free(json);
+    if (status == 0) {
+        // (the core forgets the channel state the host's MIDI set: the
+        // state's channel settings replace it)
+        s->names_stale = true;
+        if (s->host_note_name != NULL && s->host_note_name->changed != NULL) s->host_note_name->changed(s->host);
+    }
     if (status != 0) instance_log(s, CLAP_LOG_ERROR, "the saved state was not restored (see the lines above)");
     return status == 0;
 }
@@ -392,6 +399,53 @@ static bool preset_load_from_location(const clap_plugin_t *plugin, uint32_t kind
 
 static const clap_plugin_preset_load_t preset_load = { preset_load_from_location };
 
+// Key names: CLAP names keys, not programs, so this is the drum channel's
+// (MIDI channel 10) standard kit, bank 128 program 0 (or the font's first
+// kit), as the core names it (General MIDI fonts only; see spinet_plugin.h).
+static void refresh_note_names(spinet_clap *s) {
+    if (!s->names_stale) return;
+    pthread_mutex_lock(&s->core_lock);
+    spinet_name_table *t = ensure_core_locked(s) ? spinet_plugin_name_table(s->core) : NULL;
+    pthread_mutex_unlock(&s->core_lock);
+    if (t == NULL) return;
+    s->names_stale = false;
+    free(s->note_names);
+    s->note_names = NULL;
+    s->note_name_count = 0;
+    uint32_t kit = UINT32_MAX;
+    for (uint32_t k = 0; k < t->key_count; k++) {
+        if (t->keys[k].bank == 128 && (kit == UINT32_MAX || t->keys[k].program == 0)) kit = t->keys[k].program;
+    }
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < t->key_count; k++) n += t->keys[k].bank == 128 && t->keys[k].program == kit;
+    s->note_names = n ? calloc(n, sizeof *s->note_names) : NULL;
+    for (uint32_t k = 0; s->note_names != NULL && k < t->key_count; k++) {
+        if (t->keys[k].bank != 128 || t->keys[k].program != kit) continue;
+        clap_note_name_t *name = &s->note_names[s->note_name_count++];
+        snprintf(name->name, sizeof name->name, "%s", t->keys[k].name);
+        name->port = -1;
+        name->key = (int16_t)t->keys[k].key;
+        name->channel = 9;
+    }
+    spinet_plugin_free_name_table(t);
+}
+
+static uint32_t note_name_count(const clap_plugin_t *plugin) {
+    spinet_clap *s = instance_of(plugin);
+    refresh_note_names(s);
+    return s->note_name_count;
+}
+
+static bool note_name_get(const clap_plugin_t *plugin, uint32_t index, clap_note_name_t *name) {
+    spinet_clap *s = instance_of(plugin);
+    refresh_note_names(s);
+    if (name == NULL || index >= s->note_name_count) return false;
+    *name = s->note_names[index];
+    return true;
+}
+
+static const clap_plugin_note_name_t note_name = { note_name_count, note_name_get };
+
 // Spinet's own extension, for tests and diagnostics: whether Spinet's
 // GOMP_parallel took libfluidsynth's one-thread OpenMP regions in this
 // process (then process allocates nothing), and the font in use.
@@ -419,6 +473,7 @@ static bool plugin_init(const clap_plugin_t *plugin) {
         s->host_state = h->get_extension(h, CLAP_EXT_STATE);
         s->host_preset_load = h->get_extension(h, CLAP_EXT_PRESET_LOAD);
         if (s->host_preset_load == NULL) s->host_preset_load = h->get_extension(h, CLAP_EXT_PRESET_LOAD_COMPAT);
+        s->host_note_name = h->get_extension(h, CLAP_EXT_NOTE_NAME);
     }
     // The core builds its parameter table on first use (it allocates):
     // have that happen here, not in the first process call with a parameter event.
@@ -447,6 +502,7 @@ static void plugin_destroy(const clap_plugin_t *plugin) {
     free(s->loader_request);
     free(s->done_path);
     free(s->pending_font);
+    free(s->note_names);
     free(s->events);
     free(s->bytes);
     pthread_mutex_destroy(&s->core_lock);
@@ -690,6 +746,7 @@ static const void *plugin_get_extension(const clap_plugin_t *plugin, const char 
     if (strcmp(id, CLAP_EXT_STATE) == 0) return &state;
     if (strcmp(id, CLAP_EXT_LATENCY) == 0) return &latency;
     if (strcmp(id, CLAP_EXT_PRESET_LOAD) == 0 || strcmp(id, CLAP_EXT_PRESET_LOAD_COMPAT) == 0) return &preset_load;
+    if (strcmp(id, CLAP_EXT_NOTE_NAME) == 0) return &note_name;
     if (strcmp(id, SPINET_CLAP_EXT_DEBUG) == 0) return &debug_extension;
     return NULL;
 }
@@ -716,6 +773,10 @@ static void plugin_on_main_thread(const clap_plugin_t *plugin) {
                                           "Spinet could not load this SoundFont (see the log)");
     }
     if (status == 0 && s->host_state != NULL && s->host_state->mark_dirty != NULL) s->host_state->mark_dirty(s->host);
+    if (status == 0) {
+        s->names_stale = true;
+        if (s->host_note_name != NULL && s->host_note_name->changed != NULL) s->host_note_name->changed(s->host);
+    }
     free(path);
 }
 
@@ -730,8 +791,8 @@ static const clap_plugin_descriptor_t descriptor = {
     .clap_version = CLAP_VERSION_INIT,
     .id = SPINET_CLAP_PLUGIN_ID,
     .name = "Spinet",
-    .vendor = "Spinet",
-    .url = "",
+    .vendor = "The Spinet developers",
+    .url = "https://spinet.dev/",
     .manual_url = "",
     .support_url = "",
     .version = "1.0",
@@ -756,6 +817,7 @@ static const clap_plugin_t *factory_create(const clap_plugin_factory_t *factory,
     spinet_clap *s = calloc(1, sizeof *s);
     if (s == NULL) return NULL;
     s->host = host;
+    s->names_stale = true;
     pthread_mutex_init(&s->core_lock, NULL);
     pthread_mutex_init(&s->loader_lock, NULL);
     pthread_cond_init(&s->loader_cond, NULL);

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -125,6 +126,15 @@ typedef struct {
     // soundfont_path, restore_state) one at a time; a host may save state
     // on its main thread while the worker loads a font. Never taken in run.
     pthread_mutex_t nonrt_lock;
+
+    // Program and drum key names (midnam): the document, rebuilt off the
+    // audio thread after every font change and state restore (under
+    // names_lock, which the host's midnam call takes too), and whether run
+    // should ask the host to read it again.
+    LV2_Midnam *midnam_host;
+    pthread_mutex_t names_lock;
+    char *names_xml;
+    atomic_bool names_due;
 } spinet_lv2;
 
 static void map_uris(LV2_URID_Map *map, uris_t *u) {
@@ -170,6 +180,151 @@ static void refresh_font_path(spinet_lv2 *self) {
 }
 
 // ---------------------------------------------------------------------------
+// Program names: the core's name table as a MIDNAM document
+
+typedef struct {
+    char *text;
+    size_t length, capacity;
+    bool failed;
+} text_buffer;
+
+static void append(text_buffer *b, const char *format, ...) {
+    if (b->failed) return;
+    for (;;) {
+        va_list args;
+        va_start(args, format);
+        int n = vsnprintf(b->text ? b->text + b->length : NULL, b->text ? b->capacity - b->length : 0, format, args);
+        va_end(args);
+        if (n < 0) { b->failed = true; return; }
+        if (b->text && b->length + (size_t)n < b->capacity) { b->length += (size_t)n; return; }
+        size_t capacity = b->capacity ? b->capacity * 2 : 65536;
+        while (capacity <= b->length + (size_t)n) capacity *= 2;
+        char *bigger = realloc(b->text, capacity);
+        if (!bigger) { b->failed = true; return; }
+        b->text = bigger;
+        b->capacity = capacity;
+    }
+}
+
+// `text` with XML's five special characters escaped.
+static void append_escaped(text_buffer *b, const char *text) {
+    for (const char *c = text; *c; ++c) {
+        switch (*c) {
+        case '&': append(b, "&amp;"); break;
+        case '<': append(b, "&lt;"); break;
+        case '>': append(b, "&gt;"); break;
+        case '"': append(b, "&quot;"); break;
+        case '\'': append(b, "&apos;"); break;
+        default: append(b, "%c", *c); break;
+        }
+    }
+}
+
+// The banks of `t` on one kind of channel (drums: bank 128 only; the
+// others: every other bank), as MIDNAM PatchBanks. A bank is chosen by
+// Bank Select MSB (FluidSynth's GS mode; 126 is Spinet's synth); the kits
+// of bank 128 by program change on channel 10 (there FluidSynth ignores
+// Bank Select).
+static void append_banks(text_buffer *b, const spinet_name_table *t, bool drums) {
+    for (uint32_t i = 0; i < t->program_count;) {
+        uint32_t bank = t->programs[i].bank;
+        uint32_t end = i;
+        while (end < t->program_count && t->programs[end].bank == bank) ++end;
+        if ((bank == 128) != drums) { i = end; continue; }
+        const char *label = bank == 128 ? "Drum kits" : bank == 126 ? "Spinet synth" : "Bank";
+        append(b, "    <PatchBank Name=\"%s %u\">\n      <MIDICommands>\n", label, bank);
+        append(b, "        <ControlChange Control=\"0\" Value=\"%u\"/>\n", bank >> 7 ? bank >> 7 : bank);
+        append(b, "        <ControlChange Control=\"32\" Value=\"0\"/>\n      </MIDICommands>\n      <PatchNameList>\n");
+        for (; i < end; ++i) {
+            const spinet_program_name *p = &t->programs[i];
+            append(b, "        <Patch Number=\"%u\" Name=\"", p->program);
+            append_escaped(b, p->name);
+            append(b, "\" ProgramChange=\"%u\"", p->program);
+            bool has_keys = false;
+            for (uint32_t k = 0; k < t->key_count && !has_keys; ++k)
+                has_keys = t->keys[k].bank == p->bank && t->keys[k].program == p->program;
+            if (has_keys) append(b, ">\n          <UsesNoteNameList Name=\"Keys %u.%u\"/>\n        </Patch>\n", p->bank, p->program);
+            else append(b, "/>\n");
+        }
+        append(b, "      </PatchNameList>\n    </PatchBank>\n");
+    }
+}
+
+// The whole document for `model` (malloc'ed; NULL when out of memory).
+static char *midnam_document(const spinet_name_table *t, const char *model) {
+    text_buffer b = {0};
+    append(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<!DOCTYPE MIDINameDocument PUBLIC \"-//MIDI Manufacturers Association//DTD MIDINameDocument 1.0//EN\" "
+               "\"http://www.midi.org/dtds/MIDINameDocument10.dtd\">\n"
+               "<MIDINameDocument>\n  <Author>The Spinet developers</Author>\n  <MasterDeviceNames>\n"
+               "  <Manufacturer>Spinet</Manufacturer>\n  <Model>%s</Model>\n"
+               "  <CustomDeviceMode Name=\"Default\">\n    <ChannelNameSetAssignments>\n", model);
+    for (int c = 1; c <= 16; ++c)
+        append(&b, "      <ChannelNameSetAssign Channel=\"%d\" NameSet=\"%s\"/>\n", c, c == 10 ? "Drums" : "Instruments");
+    append(&b, "    </ChannelNameSetAssignments>\n  </CustomDeviceMode>\n");
+    for (int drums = 0; drums < 2; ++drums) {
+        append(&b, "  <ChannelNameSet Name=\"%s\">\n    <AvailableForChannels>\n", drums ? "Drums" : "Instruments");
+        for (int c = 1; c <= 16; ++c)
+            append(&b, "      <AvailableChannel Channel=\"%d\" Available=\"%s\"/>\n", c, (c == 10) == (drums != 0) ? "true" : "false");
+        append(&b, "    </AvailableForChannels>\n");
+        append_banks(&b, t, drums);
+        append(&b, "  </ChannelNameSet>\n");
+    }
+    for (uint32_t k = 0; k < t->key_count;) {
+        uint32_t bank = t->keys[k].bank, program = t->keys[k].program;
+        append(&b, "  <NoteNameList Name=\"Keys %u.%u\">\n", bank, program);
+        for (; k < t->key_count && t->keys[k].bank == bank && t->keys[k].program == program; ++k) {
+            append(&b, "    <Note Number=\"%u\" Name=\"", t->keys[k].key);
+            append_escaped(&b, t->keys[k].name);
+            append(&b, "\"/>\n");
+        }
+        append(&b, "  </NoteNameList>\n");
+    }
+    append(&b, "  </MasterDeviceNames>\n</MIDINameDocument>\n");
+    if (b.failed) { free(b.text); return NULL; }
+    return b.text;
+}
+
+static void model_name(const spinet_lv2 *self, char *buffer, size_t capacity) {
+    snprintf(buffer, capacity, "Spinet:%p", (const void *)self);
+}
+
+// Rebuilds the document from the core's current names (not on the audio
+// thread; with nonrt_lock held or before the instance is shared), and has
+// the next run tell the host.
+static void refresh_names(spinet_lv2 *self) {
+    spinet_name_table *table = spinet_plugin_name_table(self->core);
+    if (!table) return;
+    char model[64];
+    model_name(self, model, sizeof model);
+    char *xml = midnam_document(table, model);
+    spinet_plugin_free_name_table(table);
+    if (!xml) return;
+    pthread_mutex_lock(&self->names_lock);
+    char *old = self->names_xml;
+    self->names_xml = xml;
+    pthread_mutex_unlock(&self->names_lock);
+    free(old);
+    atomic_store_explicit(&self->names_due, true, memory_order_release);
+}
+
+static char *midnam(void *instance) {
+    spinet_lv2 *self = instance;
+    pthread_mutex_lock(&self->names_lock);
+    char *copy = self->names_xml ? strdup(self->names_xml) : NULL;
+    pthread_mutex_unlock(&self->names_lock);
+    return copy;
+}
+
+static char *midnam_model(void *instance) {
+    char *model = malloc(64);
+    if (model) model_name(instance, model, 64);
+    return model;
+}
+
+static void midnam_free(char *string) { free(string); }
+
+// ---------------------------------------------------------------------------
 // The fallback loader thread (no worker:schedule from the host)
 
 static void *loader_main(void *argument) {
@@ -182,6 +337,7 @@ static void *loader_main(void *argument) {
         pthread_mutex_lock(&self->nonrt_lock);
         spinet_plugin_load_soundfont(self->core, l->request);
         spinet_plugin_soundfont_path(self->core, l->result, sizeof l->result);
+        refresh_names(self);
         pthread_mutex_unlock(&self->nonrt_lock);
         atomic_store_explicit(&l->state, LOADER_DONE, memory_order_release);
     }
@@ -260,6 +416,7 @@ static LV2_Handle instantiate(const LV2_Descriptor *descriptor, double rate, con
                                              LV2_URID__map, &self->map, true,
                                              LV2_WORKER__schedule, &self->schedule, false,
                                              LV2_OPTIONS__options, &options, false,
+                                             LV2_MIDNAM__update, &self->midnam_host, false,
                                              NULL);
     lv2_log_logger_init(&self->logger, self->map, log);
     if (missing) {
@@ -293,6 +450,8 @@ static LV2_Handle instantiate(const LV2_Descriptor *descriptor, double rate, con
         return NULL;
     }
     pthread_mutex_init(&self->nonrt_lock, NULL);
+    pthread_mutex_init(&self->names_lock, NULL);
+    refresh_names(self);
     if (!self->schedule && !loader_start(self)) {
         lv2_log_error(&self->logger, "spinet: no worker and no loader thread: SoundFont changes are ignored\n");
     }
@@ -335,6 +494,8 @@ static void cleanup(LV2_Handle instance) {
     loader_stop(self);
     spinet_plugin_destroy(self->core);
     pthread_mutex_destroy(&self->nonrt_lock);
+    pthread_mutex_destroy(&self->names_lock);
+    free(self->names_xml);
     free(self);
 }
 
@@ -467,6 +628,9 @@ static void run(LV2_Handle instance, uint32_t frames) {
         lv2_atom_forge_pop(&self->forge, &notify_frame);
     }
     if (self->latency) *self->latency = (float)spinet_plugin_latency(self->core);
+    // New names (a font change, a restored state): the host reads them again.
+    if (self->midnam_host && atomic_exchange_explicit(&self->names_due, false, memory_order_acq_rel))
+        self->midnam_host->update(self->midnam_host->handle);
 }
 
 // ---------------------------------------------------------------------------
@@ -486,6 +650,7 @@ static LV2_Worker_Status work(LV2_Handle instance, LV2_Worker_Respond_Function r
     pthread_mutex_lock(&self->nonrt_lock);
     reply.status = spinet_plugin_load_soundfont(self->core, path);
     size_t used = spinet_plugin_soundfont_path(self->core, reply.path, sizeof reply.path);
+    if (reply.status == 0) refresh_names(self);
     pthread_mutex_unlock(&self->nonrt_lock);
     if (used >= sizeof reply.path) used = sizeof reply.path - 1;
     reply.path[used] = '\0';
@@ -519,6 +684,11 @@ static LV2_State_Status save(LV2_Handle instance, LV2_State_Store_Function store
     const uint32_t pod = LV2_STATE_IS_POD | LV2_STATE_IS_PORTABLE;
 
     pthread_mutex_lock(&self->nonrt_lock);
+    // The parameters as the host set them: its control ports, which the core
+    // learns only in run (a host may set them and save without running).
+    for (int i = 0; i < SPINET_PARAM_COUNT; ++i) {
+        if (self->params[i]) spinet_plugin_set_param(self->core, (uint32_t)i, *self->params[i]);
+    }
     char small[PATH_CAPACITY];
     char *path = small;
     size_t length = spinet_plugin_soundfont_path(self->core, small, sizeof small);
@@ -591,6 +761,7 @@ static LV2_State_Status restore(LV2_Handle instance, LV2_State_Retrieve_Function
         status = spinet_plugin_load_soundfont(self->core, path);
     }
     refresh_font_path(self);
+    refresh_names(self);
     pthread_mutex_unlock(&self->nonrt_lock);
     free(json);
     free(path);
@@ -606,9 +777,11 @@ static const void *extension_data(const char *uri) {
     static const LV2_State_Interface state = {save, restore};
     static const LV2_Worker_Interface worker = {work, work_response, NULL};
     static const spinet_lv2_inline_regions regions = {inline_regions};
+    static const LV2_Midnam_Interface names = {midnam, midnam_model, midnam_free};
     if (!strcmp(uri, LV2_STATE__interface)) return &state;
     if (!strcmp(uri, LV2_WORKER__interface)) return &worker;
     if (!strcmp(uri, SPINET_LV2__inlineRegions)) return &regions;
+    if (!strcmp(uri, LV2_MIDNAM__interface)) return &names;
     return NULL;
 }
 

@@ -160,6 +160,35 @@ public func spinetPluginRestoreState(_ p: OpaquePointer?, _ json: UnsafePointer<
     return 0
 }
 
+@_cdecl("spinet_plugin_name_table")
+public func spinetPluginNameTable(_ p: OpaquePointer?) -> UnsafeMutablePointer<spinet_name_table>? {
+    guard let i = instance(p) else { return nil }
+    let names = i.nameTable()
+    let table = UnsafeMutablePointer<spinet_name_table>.allocate(capacity: 1)
+    let programs = UnsafeMutablePointer<spinet_program_name>.allocate(capacity: max(names.programs.count, 1))
+    for (k, n) in names.programs.enumerated() {
+        programs[k] = spinet_program_name(bank: UInt32(n.bank), program: UInt32(n.program), name: UnsafePointer(strdup(n.name)))
+    }
+    let keys = UnsafeMutablePointer<spinet_key_name>.allocate(capacity: max(names.keys.count, 1))
+    for (k, n) in names.keys.enumerated() {
+        keys[k] = spinet_key_name(bank: UInt32(n.bank), program: UInt32(n.program), key: UInt32(n.key), name: UnsafePointer(strdup(n.name)))
+    }
+    table.initialize(to: spinet_name_table(program_count: UInt32(names.programs.count), programs: programs,
+                                           key_count: UInt32(names.keys.count), keys: keys))
+    return table
+}
+
+@_cdecl("spinet_plugin_free_name_table")
+public func spinetPluginFreeNameTable(_ table: UnsafeMutablePointer<spinet_name_table>?) {
+    guard let table else { return }
+    let t = table.pointee
+    for k in 0..<Int(t.program_count) { free(UnsafeMutableRawPointer(mutating: t.programs[k].name)) }
+    for k in 0..<Int(t.key_count) { free(UnsafeMutableRawPointer(mutating: t.keys[k].name)) }
+    UnsafeMutablePointer(mutating: t.programs).deallocate()
+    UnsafeMutablePointer(mutating: t.keys).deallocate()
+    table.deallocate()
+}
+
 @_cdecl("spinet_plugin_inline_parallel_regions")
 public func spinetPluginInlineParallelRegions() -> UInt {
     spinet_inline_parallel_regions()

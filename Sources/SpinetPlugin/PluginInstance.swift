@@ -29,6 +29,11 @@ public final class PluginInstance: @unchecked Sendable {
     /// The frames of delay the plugin adds (the limiter's look-ahead).
     public let latencyFrames: Int
     private let log: @Sendable (Int32, String) -> Void
+    /// Where the plugin was loaded from (a restored state's font is also
+    /// looked for there), and the font a new instance plays: what a
+    /// restored state falls back to when its own font is gone.
+    private let bundleDirectory: String?
+    public let defaultSoundFont: String
 
     // control side, under `control`
     private let control = Mutex<Void>(())
@@ -84,6 +89,8 @@ public final class PluginInstance: @unchecked Sendable {
             throw PluginSettings.Problem("no SoundFont found: install one (Debian: apt install fluid-soundfont-gm) or put \(SoundFontLocator.bundledName) in the plugin's SoundFonts directory")
         }
         settings = defaults
+        self.bundleDirectory = bundleDirectory
+        defaultSoundFont = defaults.soundFont
         applied = .allocate(capacity: PluginParameter.allCases.count)
         applied.initialize(repeating: .nan, count: PluginParameter.allCases.count)
         scratch = .allocate(capacity: Self.eventCapacity)
@@ -279,6 +286,8 @@ public final class PluginInstance: @unchecked Sendable {
 
     public var soundFontPath: String { control.withLock { _ in settings.soundFont } }
 
+    func currentFontAndPresets() -> (String, PresetBank) { control.withLock { _ in (settings.soundFont, settings.presets) } }
+
     public func saveState() -> String {
         control.withLock { _ in
             var s = settings
@@ -287,11 +296,28 @@ public final class PluginInstance: @unchecked Sendable {
         }
     }
 
-    /// Restores a saved state: a new graph from it, swapped in whole.
+    /// Restores a saved state: a new graph from it, swapped in whole. A
+    /// font that is gone (a moved project, a renamed file) or does not load
+    /// costs only the font: every other setting is restored, the default
+    /// font plays until the user chooses one, and the host's log names the
+    /// path the state asked for.
     public func restoreState(_ json: String, soundFontOverride: String?) throws(PluginSettings.Problem) {
-        let restored = try PluginSettings(json: json, soundFontOverride: soundFontOverride)
+        var restored = try PluginSettings(json: json, soundFontOverride: soundFontOverride, bundleDirectory: bundleDirectory)
         try control.withLock { _ throws(PluginSettings.Problem) in
-            let graph = try build(restored)
+            let graph: EngineGraph
+            if let tried = restored.missingSoundFont {
+                log(1, "the saved SoundFont is not found (looked for \(tried.joined(separator: ", "))); the other settings are restored, and \(defaultSoundFont) plays until you choose a SoundFont in the plugin")
+                restored.soundFont = defaultSoundFont
+                restored.missingSoundFont = nil
+                graph = try build(restored)
+            } else {
+                do throws(PluginSettings.Problem) { graph = try build(restored) } catch {
+                    guard restored.soundFont != defaultSoundFont else { throw error }
+                    log(1, "the saved SoundFont \(restored.soundFont) does not load: \(error.description); the other settings are restored, and \(defaultSoundFont) plays until you choose a SoundFont in the plugin")
+                    restored.soundFont = defaultSoundFont
+                    graph = try build(restored)
+                }
+            }
             storeParameters(restored.parameters)
             // the state's channel settings replace what the host's MIDI set
             if active { forgetRequested.store(true, ordering: .releasing) } else { channelState.forgetAll() }

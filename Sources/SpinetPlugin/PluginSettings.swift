@@ -90,8 +90,36 @@ public struct PluginSettings: Equatable, Sendable {
     /// The parameters, by `PluginParameter.rawValue`.
     public var parameters: [Double] = PluginParameter.allCases.map(\.defaultValue)
 
+    /// Set by `init(json:)` when the state's SoundFont is nowhere it was
+    /// looked for: the paths tried, the saved one among them. Not saved.
+    public var missingSoundFont: [String]?
+
     public init(soundFont: String) {
         self.soundFont = soundFont
+    }
+
+    /// Where a restored state's SoundFont may be, in order: the path the
+    /// host gives (LV2 maps it to the project's copy or link), the absolute
+    /// path the state holds, and, for a relative saved path, that path
+    /// under the host's path's directory and under the plugin's bundle; a
+    /// file of the saved name in the bundle's SoundFonts directory (the
+    /// bundled font of another install). Without duplicates.
+    public static func soundFontCandidates(override: String?, saved: String?, bundleDirectory: String?) -> [String] {
+        var list: [String] = []
+        if let o = override, !o.isEmpty { list.append(o) }
+        if let s = saved, !s.isEmpty {
+            if s.hasPrefix("/") {
+                list.append(s)
+            } else {
+                if let o = override, let slash = o.lastIndex(of: "/") { list.append(String(o[..<slash]) + "/" + s) }
+                if let b = bundleDirectory, !b.isEmpty { list.append(b + "/" + s) }
+            }
+            if let b = bundleDirectory, !b.isEmpty, let name = s.split(separator: "/").last {
+                list.append(b + "/SoundFonts/" + name)
+            }
+        }
+        var seen = Set<String>()
+        return list.filter { seen.insert($0).inserted }
     }
 
     /// Problems found while reading a state or a config file.
@@ -181,8 +209,12 @@ public struct PluginSettings: Equatable, Sendable {
         return "{\n  " + fields.joined(separator: ",\n  ") + "\n}\n"
     }
 
-    /// Reads a state `json()` wrote (`soundFontOverride` replaces its font).
-    public init(json text: String, soundFontOverride: String? = nil) throws(Problem) {
+    /// Reads a state `json()` wrote. Its SoundFont is the first readable
+    /// one of `soundFontCandidates` (`soundFontOverride`, the host's mapped
+    /// path, first); when none is, `soundFont` is the first of them and
+    /// `missingSoundFont` lists where it was looked for: every other setting
+    /// still holds.
+    public init(json text: String, soundFontOverride: String? = nil, bundleDirectory: String? = nil) throws(Problem) {
         let root: JSONValue
         do { root = try JSONParser.parse(text) } catch { throw Problem("the saved state is not valid JSON: \(error.description)") }
         guard case .object(let members) = root else { throw Problem("the saved state is not a JSON object") }
@@ -199,8 +231,14 @@ public struct PluginSettings: Equatable, Sendable {
             }
         }
         let saved = try string("soundfont")
-        guard let font = soundFontOverride ?? saved else { throw Problem("the saved state names no SoundFont") }
-        self.init(soundFont: font)
+        let candidates = Self.soundFontCandidates(override: soundFontOverride, saved: saved, bundleDirectory: bundleDirectory)
+        guard let first = candidates.first else { throw Problem("the saved state names no SoundFont") }
+        if let found = candidates.first(where: { FileManager.default.isReadableFile(atPath: $0) }) {
+            self.init(soundFont: found)
+        } else {
+            self.init(soundFont: first)
+            missingSoundFont = candidates
+        }
         if let v = dict["channels"] {
             guard case .array(let items) = v else { throw Problem("the saved state's \"channels\" is not a list") }
             channels = []

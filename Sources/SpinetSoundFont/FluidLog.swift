@@ -88,9 +88,15 @@ enum FluidLog {
         pthread_setspecific(renderKey, previous)
     }
 
-    /// Registers a unit's render log (control thread, with the unit's `init`).
+    /// Registers a unit's render log (control thread, with the unit's `init`),
+    /// and forgets those of units that are gone: a process that creates unit
+    /// after unit (a plugin host adding and removing instances) kept every
+    /// log it ever made, 10 KB each.
     static func register(_ log: RealtimeLog, owner: AnyObject) {
-        logs.withLock { $0.append((WeakOwner(owner), log)) }
+        logs.withLock { entries in
+            entries.removeAll { $0.owner.object == nil }
+            entries.append((WeakOwner(owner), log))
+        }
     }
 
     /// Removes and returns what FluidSynth said on the render path, in every

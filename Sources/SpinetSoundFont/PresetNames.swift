@@ -31,6 +31,11 @@ public struct SoundFontPresetNames: Sendable {
         }
     }
 
+    /// Every preset, by bank then program.
+    public var all: [(bank: Int, program: Int, name: String)] {
+        names.keys.sorted().map { (bank: $0 / 128, program: $0 % 128, name: names[$0]!) }
+    }
+
     /// The preset FluidSynth plays for `bank` and `program`: that one, else
     /// (as FluidSynth falls back) the same program in bank 0, or for drums
     /// (bank 128) the standard kit, program 0; nil when there is none.

@@ -139,6 +139,7 @@ public final class SoundFontUnit: InstrumentUnit {
     private static func whileCreating<T>(_ body: () -> T) -> T {
         pthread_mutex_lock(creation)
         defer { pthread_mutex_unlock(creation) }
+        spinet_hold_instpatch()
         return body()
     }
 

@@ -21,6 +21,11 @@
 //     --realtime           pace the blocks in real time (as an audio device would)
 //     --tempo BPM          give a transport with this tempo to every process call
 //     --dlclose            unload the plugin at the end (as a host does after a scan), then wait 0.3 s
+//     --note-names         print the plugin's note names (clap.note-name) after rendering:
+//                          "note-name CHANNEL KEY NAME", and "note-names-changed N"
+//     --create-cycles N    only create, init, activate, process a note, deactivate and
+//                          destroy an instance N times; prints "rss-kb CYCLE KB" after
+//                          each cycle (the resident set, for leak checks)
 //
 // Event file, one event per line (# starts a comment), FRAME counted from the start:
 //     FRAME midi B1 [B2 [B3]]        a MIDI 1.0 message (CLAP_EVENT_MIDI), bytes decimal or 0x..
@@ -224,8 +229,17 @@ static void host_preset_loaded(const clap_host_t *host, uint32_t kind, const cha
 
 static const clap_host_preset_load_t preset_load_extension = { host_preset_error, host_preset_loaded };
 
+// The host side of clap.note-name: counts the plugin's "changed" calls.
+static atomic_int note_names_changed;
+static void host_note_names_changed(const clap_host_t *host) {
+    (void)host;
+    atomic_fetch_add(&note_names_changed, 1);
+}
+static const clap_host_note_name_t note_name_extension = { host_note_names_changed };
+
 static const void *host_get_extension(const clap_host_t *host, const char *id) {
     (void)host;
+    if (strcmp(id, CLAP_EXT_NOTE_NAME) == 0) return &note_name_extension;
     if (offer_log && strcmp(id, CLAP_EXT_LOG) == 0) return &log_extension;
     if (offer_preset_load && strcmp(id, CLAP_EXT_PRESET_LOAD) == 0) return &preset_load_extension;
     return NULL;
@@ -411,6 +425,54 @@ static uint8_t *read_file(const char *path, size_t *length) {
     return data;
 }
 
+// The process's resident set in KB (VmRSS of /proc/self/status).
+static long resident_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f == NULL) return -1;
+    char line[256];
+    long kb = -1;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "VmRSS:", 6) == 0) { kb = atol(line + 6); break; }
+    }
+    fclose(f);
+    return kb;
+}
+
+// --create-cycles: an instance's whole life, N times, with one note played.
+static void create_cycles(const clap_plugin_factory_t *factory, const char *id, int n, double rate, uint32_t block) {
+    float *left = calloc(block, sizeof(float)), *right = calloc(block, sizeof(float));
+    for (int c = 1; c <= n; c++) {
+        const clap_plugin_t *plugin = factory->create_plugin(factory, &host, id);
+        if (plugin == NULL || !plugin->init(plugin)) die("create_plugin or init failed");
+        if (!plugin->activate(plugin, rate, 1, block) || !plugin->start_processing(plugin)) die("activate failed");
+        block_events *b = calloc(1, sizeof *b);
+        clap_event_midi_t *e = &b->copies[0].midi;
+        memset(e, 0, sizeof *e);
+        e->header.size = sizeof *e;
+        e->header.type = CLAP_EVENT_MIDI;
+        e->data[0] = 0x90; e->data[1] = 60; e->data[2] = 100;
+        b->items[0] = &e->header;
+        b->count = 1;
+        for (int k = 0; k < 4; k++) {
+            float *outs[2] = { left, right };
+            clap_audio_buffer_t out = { .data32 = outs, .channel_count = 2 };
+            clap_input_events_t in = { b, in_size, in_get };
+            clap_output_events_t none = { NULL, out_try_push };
+            clap_process_t p = { .steady_time = -1, .frames_count = block, .audio_outputs = &out,
+                                 .audio_outputs_count = 1, .in_events = &in, .out_events = &none };
+            plugin->process(plugin, &p);
+            b->count = 0;
+        }
+        free(b);
+        plugin->stop_processing(plugin);
+        plugin->deactivate(plugin);
+        plugin->destroy(plugin);
+        printf("rss-kb %d %ld\n", c, resident_kb());
+    }
+    free(left);
+    free(right);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) usage("no plugin path");
     const char *plugin_path = argv[1];
@@ -420,7 +482,8 @@ int main(int argc, char **argv) {
     const char *events_path[2] = { NULL, NULL }, *out_path[2] = { NULL, NULL };
     const char *load_state = NULL, *save_state = NULL, *plugin_id = NULL;
     int instances = 1;
-    bool print_params = false, realtime = false, unload = false;
+    bool print_params = false, realtime = false, unload = false, note_names = false;
+    int cycles_only = 0;
     uint64_t cycles[64];
     int cycle_count = 0;
     struct { clap_id id; double value; } param_sets[64];
@@ -447,6 +510,8 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--print-params") == 0) print_params = true;
         else if (strcmp(a, "--realtime") == 0) realtime = true;
         else if (strcmp(a, "--dlclose") == 0) unload = true;
+        else if (strcmp(a, "--note-names") == 0) note_names = true;
+        else if (strcmp(a, "--create-cycles") == 0) { TAKE(); cycles_only = atoi(v); }
         else if (strcmp(a, "--tempo") == 0) { TAKE(); tempo = atof(v); }
         else if (strcmp(a, "--plugin-id") == 0) { TAKE(); plugin_id = v; }
         else if (strcmp(a, "--param") == 0) {
@@ -472,6 +537,11 @@ int main(int argc, char **argv) {
     const clap_plugin_descriptor_t *descriptor = factory->get_plugin_descriptor(factory, 0);
     printf("plugin %s %s\n", descriptor->id, descriptor->name);
     for (const char *const *f = descriptor->features; f && *f; f++) printf("feature %s\n", *f);
+    printf("vendor %s\nurl %s\n", descriptor->vendor ? descriptor->vendor : "", descriptor->url ? descriptor->url : "");
+    if (cycles_only > 0) {
+        create_cycles(factory, plugin_id ? plugin_id : descriptor->id, cycles_only, rate, block);
+        return 0;
+    }
 
     instance all[2];
     memset(all, 0, sizeof all);
@@ -622,6 +692,18 @@ int main(int argc, char **argv) {
             if (f == NULL || fwrite(m.data, 1, m.length, f) != m.length || fclose(f) != 0) die("cannot write the state file");
             printf("state-saved %zu bytes\n", m.length);
             free(m.data);
+        }
+        if (note_names && k == 0) {
+            in->plugin->on_main_thread(in->plugin);
+            const clap_plugin_note_name_t *names = in->plugin->get_extension(in->plugin, CLAP_EXT_NOTE_NAME);
+            if (names == NULL) die("no note-name extension");
+            uint32_t count = names->count(in->plugin);
+            for (uint32_t i = 0; i < count; i++) {
+                clap_note_name_t name;
+                if (!names->get(in->plugin, i, &name)) die("note-name get failed");
+                printf("note-name %d %d %s\n", name.channel, name.key, name.name);
+            }
+            printf("note-names-changed %d\n", atomic_load(&note_names_changed));
         }
         in->plugin->deactivate(in->plugin);
         in->plugin->destroy(in->plugin);

@@ -10,6 +10,8 @@
 //            [--save-state DIR --save-at FRAME]   state saved at a block boundary
 //            [--cycle-at FRAME]...          deactivate + activate at a block boundary
 //            [--no-worker] [--minimal-features] [--no-map] [--no-options]
+//            [--midnam FILE]                instance 1's MIDNAM document (Ardour's midnam
+//                                           extension) written to FILE at the end
 //            [--probe]                      count allocations/frees/locks in run()
 //            [--pace]                       sleep a block's duration after each block
 //                                           (a loader thread of the plugin's own then
@@ -214,6 +216,7 @@ typedef struct {
     work_item replies[WORK_SLOTS];
     uint32_t n_replies;
     uint32_t dropped_work;
+    unsigned long midnam_updates;   // calls of the midnam#update feature
     // probe
     unsigned long runs, allocations, frees, locks, max_allocations_per_run;
     // The runs that allocated: how many, and the first one's index
@@ -348,6 +351,10 @@ static void build_control(host_instance *h, LV2_Atom_Forge *forge, uint64_t star
     h->notify_buffer->atom.size = ATOM_CAPACITY - sizeof(LV2_Atom);
 }
 
+// Ardour's midnam#update feature: the plugin asks (from run) to have its
+// names read again.
+static void midnam_update(LV2_Midnam_Handle handle) { ((host_instance *)handle)->midnam_updates++; }
+
 static void print_notify(host_instance *h, uint64_t start) {
     LV2_URID object = map_uri(NULL, LV2_ATOM__Object), set = map_uri(NULL, LV2_PATCH__Set);
     LV2_URID property = map_uri(NULL, LV2_PATCH__property), value = map_uri(NULL, LV2_PATCH__value);
@@ -432,7 +439,7 @@ static double now(void) {
 
 int main(int argc, char **argv) {
     const char *bundle = NULL, *events_file = NULL, *events_file2 = NULL, *out = NULL, *out2 = NULL;
-    const char *save_dir = NULL, *restore_dir = NULL;
+    const char *save_dir = NULL, *restore_dir = NULL, *midnam_file = NULL;
     double rate = 48000;
     uint32_t block = 512;
     uint64_t frames = 48000, save_at = UINT64_MAX;
@@ -458,6 +465,7 @@ int main(int argc, char **argv) {
         else if (ARG("--save-state")) save_dir = next;
         else if (ARG("--save-at")) save_at = strtoull(next, NULL, 10);
         else if (ARG("--restore-state")) restore_dir = next;
+        else if (ARG("--midnam")) midnam_file = next;
         else if (ARG("--cycle-at")) { if (n_cycles < MAX_CYCLES) cycles[n_cycles++] = strtoull(next, NULL, 10); }
         else if (!strcmp(a, "--no-worker")) use_worker = false;
         else if (!strcmp(a, "--minimal-features")) minimal = true;
@@ -521,7 +529,11 @@ int main(int argc, char **argv) {
         schedule->handle = h;
         schedule->schedule_work = schedule_work;
         schedule_feature.data = schedule;
-        const LV2_Feature *features[8];
+        LV2_Midnam *midnam = calloc(1, sizeof *midnam);
+        midnam->handle = h;
+        midnam->update = midnam_update;
+        LV2_Feature midnam_feature = {LV2_MIDNAM__update, midnam};
+        const LV2_Feature *features[9];
         int n = 0;
         if (!no_map) features[n++] = &map_feature;
         if (!minimal) {
@@ -529,6 +541,7 @@ int main(int argc, char **argv) {
             features[n++] = &log_feature;
             if (use_worker) features[n++] = &schedule_feature;
             if (use_options) features[n++] = &options_feature;
+            features[n++] = &midnam_feature;
         }
         features[n] = NULL;
         h->instance = lilv_plugin_instantiate(g_plugin, rate, features);
@@ -663,6 +676,7 @@ int main(int argc, char **argv) {
                    h->allocated ? (long)h->first_allocating_run : -1L);
         }
         if (h->dropped_work) printf("%s dropped_work %u\n", h->name, h->dropped_work);
+        printf("%s midnam_updates %lu\n", h->name, h->midnam_updates);
     }
     if (probe) printf("probe_active %d\n", spinet_probe_is_active());
     // The plugin's GOMP_parallel ran libfluidsynth's one-thread regions
@@ -675,6 +689,18 @@ int main(int argc, char **argv) {
     for (struct dirent *d; tasks && (d = readdir(tasks));) threads += d->d_name[0] != '.';
     if (tasks) closedir(tasks);
     printf("threads %d\n", threads);
+    if (midnam_file) {
+        const LV2_Midnam_Interface *names = lilv_instance_get_extension_data(hosts[0].instance, LV2_MIDNAM__interface);
+        if (!names) die(4, "%s", "the plugin has no midnam interface");
+        char *xml = names->midnam(lilv_instance_get_handle(hosts[0].instance));
+        char *model = names->model(lilv_instance_get_handle(hosts[0].instance));
+        if (!xml || !model) die(4, "%s", "the plugin gave no MIDNAM document");
+        FILE *f = fopen(midnam_file, "w");
+        if (!f || fputs(xml, f) < 0 || fclose(f) != 0) die(4, "cannot write %s", midnam_file);
+        printf("midnam_model %s\n", model);
+        names->free(xml);
+        names->free(model);
+    }
     if (out) write_wav(out, hosts[0].all_left, hosts[0].all_right, frames, rate);
     if (out2 && n_instances == 2) write_wav(out2, hosts[1].all_left, hosts[1].all_right, frames, rate);
 

@@ -5,4 +5,10 @@
 /// (FluidSynth renders inside one per call when built with OpenMP).
 unsigned long spinet_inline_parallel_regions(void);
 
+/// Initialises libinstpatch (a libfluidsynth dependency) once for the whole
+/// process and keeps it so, so that creating and deleting synths one after
+/// the other does not initialise it again each time (which leaks). Call
+/// before creating a synth; later calls do nothing (instpatch_hold.c).
+void spinet_hold_instpatch(void);
+
 #endif

@@ -125,6 +125,35 @@ int spinet_plugin_restore_state(spinet_plugin *plugin, const char *json, const c
 // sample rate); neither may be processing.
 void spinet_plugin_copy_channel_state(spinet_plugin *to, const spinet_plugin *from);
 
+// The names a host shows (LV2 midnam, CLAP note names): the SoundFont's
+// presets by bank and program, Spinet's synth presets in bank 126, and drum
+// kit key names (General MIDI percussion names for the kits of bank 128 of a
+// General MIDI font; none for other fonts: a SoundFont names no keys).
+// Banks are FluidSynth's: 0-127 by Bank Select MSB, 128 the percussion kits
+// (MIDI channel 10, chosen by program change).
+typedef struct spinet_program_name {
+    uint32_t bank, program;
+    const char *name;
+} spinet_program_name;
+
+typedef struct spinet_key_name {
+    uint32_t bank, program, key;
+    const char *name;
+} spinet_key_name;
+
+typedef struct spinet_name_table {
+    uint32_t program_count;
+    const spinet_program_name *programs;   // by bank, then program
+    uint32_t key_count;
+    const spinet_key_name *keys;           // by bank, program, key
+} spinet_name_table;
+
+// The table for the current settings (non-real-time thread, like
+// save_state; it reads the font's preset headers). NULL only when out of
+// memory. Release with spinet_plugin_free_name_table.
+spinet_name_table *spinet_plugin_name_table(spinet_plugin *plugin);
+void spinet_plugin_free_name_table(spinet_name_table *table);
+
 // Debian's libfluidsynth runs OpenMP regions; Spinet runs one-thread regions
 // inline so that they do not allocate. How many ran inline so far in this
 // process (0 after rendering: the host's libgomp took them, and each

@@ -19,4 +19,27 @@ typedef struct spinet_lv2_inline_regions {
     unsigned long (*count)(void);
 } spinet_lv2_inline_regions;
 
+// Ardour's midnam extension (no Debian package ships its header): the
+// plugin gives the host a MIDNAM document with its program and drum key
+// names, and asks the host (from run) to read it again when they change.
+#define LV2_MIDNAM_URI "http://ardour.org/lv2/midnam"
+#define LV2_MIDNAM__interface LV2_MIDNAM_URI "#interface"
+#define LV2_MIDNAM__update LV2_MIDNAM_URI "#update"
+
+typedef void *LV2_Midnam_Handle;
+
+// The host's feature.
+typedef struct {
+    LV2_Midnam_Handle handle;
+    void (*update)(LV2_Midnam_Handle handle);
+} LV2_Midnam;
+
+// The plugin's extension data: the document and its model name, both
+// malloc'ed strings released with `free`.
+typedef struct {
+    char *(*midnam)(void *instance);
+    char *(*model)(void *instance);
+    void (*free)(char *string);
+} LV2_Midnam_Interface;
+
 #endif
