@@ -114,7 +114,13 @@ public struct PluginSettings: Equatable, Sendable {
             candidates = SoundFontLocator.candidates(environment: [:], executable: dir + "/plugin")
                 .filter { $0 != SoundFontLocator.systemDefault }
         }
-        candidates = config.soundFonts.map { expandingTilde($0) } + candidates + SoundFontLocator.candidates()
+        // a font the config file names but that cannot be opened is said, naming the file and the key
+        let configFonts = config.soundFonts.filter { font in
+            guard let problem = config.fontProblem(font) else { return true }
+            warning(problem + "; the plugin looks for another SoundFont")
+            return false
+        }
+        candidates = configFonts + candidates + SoundFontLocator.candidates()
         guard let font = candidates.first(where: { FileManager.default.isReadableFile(atPath: $0) }) else { return nil }
         var s = PluginSettings(soundFont: font)
         s.channels = config.channels
