@@ -190,13 +190,20 @@ public struct PluginSettings: Equatable, Sendable {
 
     /// Reads a state `json()` wrote (`soundFontOverride` replaces its font).
     public init(json text: String, soundFontOverride: String? = nil) throws(Problem) {
+        if let problem = SettingsText.sizeProblem(byteCount: text.utf8.count) {
+            throw Problem("the saved state is \(problem) (\(text.utf8.count) bytes)")
+        }
         let root: JSONValue
         do { root = try JSONParser.parse(text) } catch { throw Problem("the saved state is not valid JSON: \(error.description)") }
         guard case .object(let members) = root else { throw Problem("the saved state is not a JSON object") }
         let dict = Dictionary(members, uniquingKeysWith: { a, _ in a })
-        guard case .number(let version)? = dict["spinet-plugin-state"] else { throw Problem("the saved state is not Spinet's (no \"spinet-plugin-state\")") }
-        guard Int(version) <= Self.stateVersion else {
-            throw Problem("the saved state is version \(formatNumber(version)), newer than this Spinet reads (\(Self.stateVersion)); update Spinet")
+        guard let versionValue = dict["spinet-plugin-state"] else { throw Problem("the saved state is not Spinet's (no \"spinet-plugin-state\")") }
+        // Every number that must be whole is read through `integer(in:)`: 1e300, -1 or 1.5 is refused, never converted.
+        guard let version = versionValue.integer(in: 1...Int(Int32.max)) else {
+            throw Problem("the saved state's \"spinet-plugin-state\" is not a version number (a whole number from 1; got \(versionValue.shortDescription))")
+        }
+        guard version <= Self.stateVersion else {
+            throw Problem("the saved state is version \(version), newer than this Spinet reads (\(Self.stateVersion)); update Spinet")
         }
         func string(_ key: String) throws(Problem) -> String? {
             switch dict[key] {
@@ -223,7 +230,8 @@ public struct PluginSettings: Equatable, Sendable {
         if let p = try string("presets") {
             do { presets = try PresetBank(json: p, source: "the saved state's presets") } catch { throw Problem(error.description) }
         }
-        if case .object(let params)? = dict["parameters"] {
+        if let v = dict["parameters"] {
+            guard case .object(let params) = v else { throw Problem("the saved state's \"parameters\" is not an object (got \(v.shortDescription))") }
             for (key, value) in params {
                 guard let p = PluginParameter.allCases.first(where: { $0.symbol == key }) else { continue }   // a later version's
                 guard case .number(let n) = value else { throw Problem("the saved state's parameter \"\(key)\" is not a number") }

@@ -48,6 +48,93 @@ struct PluginStateDamageTests {
         #expect(out.left.map { abs($0) }.max()! > 0.01)
         bytes = []
     }
+
+    /// Each shape of a hostile state: a number where a whole number is
+    /// expected (1e300 trapped in `Int(_:)` and took the host down), a wrong
+    /// type, deep nesting, a state over the size limit. Each is refused with
+    /// one host-log line naming the problem; the instance keeps its settings
+    /// and keeps playing.
+    @Test func hostileStatesAreRefusedWithALogLineAndTheInstanceKeepsItsSettings() throws {
+        let d = try PluginDriver(rate: 48000)
+        /// The state with one top-level key's value replaced.
+        func replacing(_ key: String, in state: String, with value: String) -> String {
+            state.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+                guard line.hasPrefix("  \"\(key)\": ") else { return String(line) }
+                return "  \"\(key)\": \(value)" + (line.hasSuffix(",") ? "," : "")
+            }.joined(separator: "\n")
+        }
+        let saved = String(cString: spinet_plugin_save_state(d.plugin))
+        #expect(spinet_plugin_restore_state(d.plugin, replacing("reverb", in: saved, with: "\"hall\""), nil) == 0)
+        let valid = String(cString: spinet_plugin_save_state(d.plugin))
+        #expect(valid.contains("\"hall\"") && valid != saved)
+        func version(_ v: String) -> String { replacing("spinet-plugin-state", in: valid, with: v) }
+        func with(_ key: String, _ v: String) -> String { replacing(key, in: valid, with: v) }
+        let deep = String(repeating: "[", count: 1_000_000)
+        let cases: [(state: String, says: String)] = [
+            (version("1e300"), "not a version number"),
+            (version("-1e300"), "not a version number"),
+            (version("9223372036854775808"), "not a version number"),
+            (version("1e19"), "not a version number"),
+            (version("-1"), "not a version number"),
+            (version("0"), "not a version number"),
+            (version("1.5"), "not a version number"),
+            (version("\"1\""), "not a version number"),
+            (version("true"), "not a version number"),
+            (version("null"), "not a version number"),
+            (version("[1]"), "not a version number"),
+            (version("2"), "newer than this Spinet reads"),
+            (version("1e9"), "newer than this Spinet reads"),
+            (with("parameters", "[0, 1]"), "\"parameters\" is not an object"),
+            (with("parameters", "\"loud\""), "\"parameters\" is not an object"),
+            (with("parameters", #"{"gain": "0"}"#), "\"gain\" is not a number"),
+            (with("parameters", #"{"gain": null}"#), "\"gain\" is not a number"),
+            (with("channels", #"{"1": "synth"}"#), "\"channels\" is not a list"),
+            (with("channels", "[1e300]"), "\"channels\" is not a list of strings"),
+            (with("soundfont", "1e300"), "\"soundfont\" is not a string"),
+            (with("reverb", #"{"a": [1]}"#), "\"reverb\" is not a string"),
+            (with("effects", "-1e300"), "\"effects\" is not a string"),
+            (with("delay", "[]"), "\"delay\" is not a string"),
+            (with("reverb", #""hall", "presets": "{\"presets\": [{\"name\": \"x\", \"program\": 1e300}]}""#), "\"program\""),
+            (with("reverb", #""hall", "presets": "{\"presets\": [{\"name\": \"x\", \"program\": -1e300}]}""#), "\"program\""),
+            (with("reverb", #""hall", "presets": "{\"presets\": [{\"name\": \"x\", \"program\": 1.5}]}""#), "\"program\""),
+            (with("reverb", #""hall", "presets": 1e300"#), "\"presets\" is not a string"),
+            ("[1e300]", "not a JSON object"),
+            ("1e300", "not a JSON object"),
+            ("1e400", "number out of range"),
+            (deep, "nested more than"),
+            (with("reverb", deep), "nested more than"),
+            (with("channels", "[" + String(repeating: "\"1=synth\", ", count: 400_000) + "\"2=synth\"]"), "larger than 4 MB"),
+            (valid + String(repeating: " ", count: 5 << 20), "larger than 4 MB"),
+        ]
+        for (state, says) in cases {
+            let logged = d.lines.count
+            #expect(spinet_plugin_restore_state(d.plugin, state, nil) != 0, "restored: \(state.prefix(120))")
+            let lines = Array(d.lines.dropFirst(logged))
+            #expect(lines.count == 1 && lines[0].contains("cannot restore the saved state") && lines[0].contains(says),
+                    "\(state.prefix(120)): logged \(lines.map { $0.prefix(300) })")
+            #expect(lines.allSatisfy { $0.utf8.count < 1000 }, "a log line echoes the state")
+            #expect(String(cString: spinet_plugin_save_state(d.plugin)) == valid, "a refused state changed the settings: \(state.prefix(120))")
+        }
+        // and it still plays
+        #expect(spinet_plugin_activate(d.plugin, 256) == 0)
+        let out = d.render(frames: 6000, block: 256, events: [(100, [0x90, 60, 110])])
+        #expect(out.left.map { abs($0) }.max()! > 0.01)
+    }
+
+    /// A state of many keys (a later version's, or a damaged one) is read in
+    /// time linear in its size: 160k keys took 40 s inside a project load.
+    @Test func aStateWithManyKeysIsReadQuickly() throws {
+        let d = try PluginDriver(rate: 48000)
+        let valid = String(cString: spinet_plugin_save_state(d.plugin))
+        let extra = (0..<160_000).map { "\"future-\($0)\": \($0)" }.joined(separator: ", ")
+        let state = valid.replacingOccurrences(of: "\"spinet-plugin-state\": 1,", with: "\"spinet-plugin-state\": 1, \(extra),")
+        #expect(state.utf8.count > 2_000_000 && state.utf8.count < 4 << 20)
+        let start = Date()
+        #expect(spinet_plugin_restore_state(d.plugin, state, nil) == 0, "\(d.lines.suffix(1))")
+        let seconds = Date().timeIntervalSince(start)
+        print("plugin state of 160k keys (\(state.utf8.count) bytes) restored in \(seconds) s")
+        #expect(seconds < 15)
+    }
 }
 
 @Suite("Plugin re-activation")
