@@ -48,7 +48,7 @@ check: release
 # checks, the live system tests inside a small VM with a real ALSA kernel
 # (scripts/alsa-vm; about 6 minutes; the release build, as a musician runs
 # it: the emulated guest is 20-60x slower than the host, and the effects'
-# SIMD code is slow unoptimized), the five fuzzers (FUZZ_SECONDS each,
+# SIMD code is slow unoptimized), the six fuzzers (FUZZ_SECONDS each,
 # after about 2 minutes building them the first time) and the suites under
 # AddressSanitizer and ThreadSanitizer (about 20 minutes on two cores).
 test: check

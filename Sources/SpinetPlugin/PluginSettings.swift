@@ -95,10 +95,12 @@ public struct PluginSettings: Equatable, Sendable {
         self.soundFont = soundFont
     }
 
-    /// Problems found while reading a state or a config file.
+    /// Problems found while reading a state or a config file: one line for
+    /// the host's log (a control character echoed from a state escaped, an
+    /// echoed value of thousands of bytes clipped).
     public struct Problem: Error, CustomStringConvertible, Sendable {
         public var description: String
-        init(_ d: String) { description = d }
+        init(_ d: String) { description = clippingEchoes(escapingControlCharacters(d)) }
     }
 
     /// The defaults a new instance gets: the config file's settings (if

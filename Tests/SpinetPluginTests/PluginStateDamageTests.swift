@@ -105,6 +105,9 @@ struct PluginStateDamageTests {
             (with("reverb", deep), "nested more than"),
             (with("channels", "[" + String(repeating: "\"1=synth\", ", count: 400_000) + "\"2=synth\"]"), "larger than 4 MB"),
             (valid + String(repeating: " ", count: 5 << 20), "larger than 4 MB"),
+            // what a refusal echoes stays one line of reasonable length
+            (with("reverb", "\"hall\", \"x\\ny\": 1, \"x\\ny\": 2"), "duplicate key \"x\\ny\""),
+            (with("reverb", "\"hall\", \"\(String(repeating: "k", count: 100_000))\": 1, \"\(String(repeating: "k", count: 100_000))\": 2"), "duplicate key"),
         ]
         for (state, says) in cases {
             let logged = d.lines.count
@@ -112,13 +115,44 @@ struct PluginStateDamageTests {
             let lines = Array(d.lines.dropFirst(logged))
             #expect(lines.count == 1 && lines[0].contains("cannot restore the saved state") && lines[0].contains(says),
                     "\(state.prefix(120)): logged \(lines.map { $0.prefix(300) })")
-            #expect(lines.allSatisfy { $0.utf8.count < 1000 }, "a log line echoes the state")
+            #expect(lines.allSatisfy { $0.utf8.count < 2500 && !$0.contains("\n") && !$0.contains("\r") }, "a log line echoes the state: \(lines.map { $0.prefix(200) })")
             #expect(String(cString: spinet_plugin_save_state(d.plugin)) == valid, "a refused state changed the settings: \(state.prefix(120))")
         }
         // and it still plays
         #expect(spinet_plugin_activate(d.plugin, 256) == 0)
         let out = d.render(frames: 6000, block: 256, events: [(100, [0x90, 60, 110])])
         #expect(out.left.map { abs($0) }.max()! > 0.01)
+    }
+
+    /// The plugin state fuzzer's seeds (Fuzz/corpus/PluginStateFuzzer): each
+    /// is restored, or refused with one log line leaving the settings as
+    /// they were; none traps.
+    @Test func theFuzzersSeedsAreRestoredOrRefused() throws {
+        let seeds = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Fuzz/corpus/PluginStateFuzzer").standardized
+        let names = try FileManager.default.contentsOfDirectory(atPath: seeds.path).sorted()
+        #expect(names.count >= 10)
+        let d = try PluginDriver(rate: 48000)
+        // the seeds name fonts of other machines: restored with this one's, as a host that moved the font does
+        let saved = try JSONSerialization.jsonObject(with: Data(String(cString: spinet_plugin_save_state(d.plugin)).utf8)) as? [String: Any]
+        let font = try #require(saved?["soundfont"] as? String)
+        var restored = 0
+        for name in names {
+            let bytes = try Data(contentsOf: seeds.appendingPathComponent(name))
+            let before = String(cString: spinet_plugin_save_state(d.plugin))
+            let logged = d.lines.count
+            if spinet_plugin_restore_state(d.plugin, String(decoding: bytes, as: UTF8.self), font) == 0 {
+                restored += 1
+                let state = String(cString: spinet_plugin_save_state(d.plugin))
+                #expect(spinet_plugin_restore_state(d.plugin, state, nil) == 0, "\(name): its own save does not restore")
+                _ = spinet_plugin_restore_state(d.plugin, before, nil)
+            } else {
+                let lines = Array(d.lines.dropFirst(logged))
+                #expect(lines.count == 1 && lines[0].contains("cannot restore the saved state"), "\(name): \(lines)")
+                #expect(String(cString: spinet_plugin_save_state(d.plugin)) == before, "\(name): a refused state changed the settings")
+            }
+        }
+        #expect(restored >= 1, "no seed restored")
     }
 
     /// A state of many keys (a later version's, or a damaged one) is read in
