@@ -47,8 +47,8 @@ struct DatasetOptions: ParsableArguments {
 
     /// `named`, then the paths of --from; a path given twice is taken once,
     /// however it is spelled (`a.mid`, `./a.mid`, `x/../a.mid`, its absolute
-    /// path): the first spelling is kept. A directory in the list is an
-    /// error naming its line, before any work.
+    /// path): the first spelling is kept. A directory among them is an
+    /// error (naming its line in the list), before any work.
     func inputs(named: [String]) throws -> [String] {
         var all = named.map { (path: $0, line: 0) }
         if let from {
@@ -64,9 +64,12 @@ struct DatasetOptions: ParsableArguments {
                 all.append((path, number))
             }
             if all.isEmpty { throw Failure("--from \(from) lists no input; write one path per line") }
-            for (path, line) in all where line > 0 && isDirectory(path) == true {
+        }
+        for (path, line) in all where isDirectory(path) == true {
+            if let from, line > 0 {
                 throw Failure("--from \(from): line \(line): \(path) is a directory, not a MIDI file; list the files in it (find \(path) -name '*.mid' >> \(from))")
             }
+            throw Failure("\(path) is a directory, not a MIDI file; name the files in it (\(path.hasSuffix("/") ? path : path + "/")*.mid)")
         }
         var seen = Set<String>()
         return all.map(\.path).filter { seen.insert(Self.entryKey($0)).inserted }

@@ -147,5 +147,9 @@ struct SettingsFileTests {
         #expect(errorLines(r) == ["spinet: --from list.txt: line 3: \(entry) is a directory, not a MIDI file; list the files in it (find \(entry) -name '*.mid' >> list.txt)"],
                 "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("out").path) || listing(dir.appendingPathComponent("out")).isEmpty)
+        // named on the command line among other inputs: named as a folder too
+        let named = try SpinetCommand.run(["render", "a.mid", entry, "-o", "out/", "--soundfont", font], in: dir)
+        #expect(named.status == 1)
+        #expect(errorLines(named) == ["spinet: \(entry) is a directory, not a MIDI file; name the files in it (\(entry.hasSuffix("/") ? entry : entry + "/")*.mid)"], "\(named.stderr)")
     }
 }
