@@ -106,9 +106,10 @@ public struct PluginSettings: Equatable, Sendable {
     /// The defaults a new instance gets: the config file's settings (if
     /// there is one and it reads; else `warning` says why), the font from
     /// there or the one `spinet` finds (`bundleDirectory` first).
-    public static func defaults(bundleDirectory: String?, warning: (String) -> Void) -> PluginSettings? {
+    public static func defaults(bundleDirectory: String?, environment: [String: String] = ProcessInfo.processInfo.environment,
+                                warning: (String) -> Void) -> PluginSettings? {
         var config = SpinetConfig()
-        do { config = try SpinetConfig.load(explicitPath: nil) } catch { warning("\(error.description); the plugin starts from its defaults") }
+        do { config = try SpinetConfig.load(explicitPath: nil, environment: environment) } catch { warning("\(error.description); the plugin starts from its defaults") }
         // beside the plugin: the search `spinet` makes from its executable
         // (SoundFonts/, an installed prefix's share/spinet), from the bundle
         var candidates: [String] = []

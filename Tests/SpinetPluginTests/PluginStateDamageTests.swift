@@ -1,6 +1,7 @@
 import CSpinetPlugin
 import Foundation
 import Testing
+import SpinetPlugin
 import SpinetTestSupport
 
 /// A project file can be damaged, edited by hand or written by a newer
@@ -168,6 +169,35 @@ struct PluginStateDamageTests {
         let seconds = Date().timeIntervalSince(start)
         print("plugin state of 160k keys (\(state.utf8.count) bytes) restored in \(seconds) s")
         #expect(seconds < 15)
+    }
+}
+
+/// A new instance starts from the user's config file: a font named there
+/// that cannot be used is said in one host-log line naming the file and the
+/// key, and the instance takes the next font it finds.
+@Suite("Plugin start: the config file's fonts")
+struct PluginConfigFontTests {
+    @Test func anUnusableConfigFontIsNamedWithTheFileAndTheKey() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("spinet-plugin-config-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("spinet"), withIntermediateDirectories: true)
+        let text = dir.appendingPathComponent("text.sf2").path
+        try Data("not a font\n".utf8).write(to: URL(fileURLWithPath: text))
+        let fifo = dir.appendingPathComponent("fifo.sf2").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let missing = dir.appendingPathComponent("missing.sf2").path
+        let config = dir.appendingPathComponent("spinet/config.json").path
+        // with a byte order mark, as some editors save it
+        try Data(("\u{FEFF}" + #"{"soundfonts": ["\#(text)", "\#(fifo)", "\#(missing)"], "reverb": "hall"}"#).utf8).write(to: URL(fileURLWithPath: config))
+        var warnings: [String] = []
+        let settings = PluginSettings.defaults(bundleDirectory: nil, environment: ["XDG_CONFIG_HOME": dir.path, "HOME": dir.path]) { warnings.append($0) }
+        #expect(warnings.count == 3, "\(warnings)")
+        for (font, says) in [(text, "not a SoundFont"), (fifo, "not a regular file"), (missing, "No such file")] {
+            #expect(warnings.contains { $0.hasPrefix("config \(config): \"soundfonts\": \(font): ") && $0.contains(says) }, "\(font): \(warnings)")
+        }
+        let s = try #require(settings, "no font found besides the config's")
+        #expect(![text, fifo, missing].contains(s.soundFont))
+        #expect(s.reverb == "hall", "the rest of the config file was read")
     }
 }
 
