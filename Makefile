@@ -55,7 +55,7 @@ check: release
 # checks, the live system tests inside a small VM with a real ALSA kernel
 # (scripts/alsa-vm; about 6 minutes; the release build, as a musician runs
 # it: the emulated guest is 20-60x slower than the host, and the effects'
-# SIMD code is slow unoptimized), the five fuzzers (FUZZ_SECONDS each,
+# SIMD code is slow unoptimized), the six fuzzers (FUZZ_SECONDS each,
 # after about 2 minutes building them the first time) and the suites under
 # AddressSanitizer and ThreadSanitizer (about 20 minutes on two cores).
 test: check
@@ -99,15 +99,15 @@ plugin-tests-clap: plugins-clap release
 CLAPDIR = $(if $(filter file,$(origin PREFIX)),$(HOME)/.clap,$(DESTDIR)$(PREFIX)/lib/clap)
 install-plugins-clap:
 	@test -f .build/plugins/spinet.clap || { echo "spinet: run make plugins-clap first"; exit 1; }
-	install -d $(CLAPDIR)/Spinet/SoundFonts
-	install -m 755 .build/plugins/spinet.clap $(CLAPDIR)/Spinet/spinet.clap
-	$(STRIP) --strip-unneeded $(CLAPDIR)/Spinet/spinet.clap
-	install -m 644 .build/plugins/SoundFonts/sf_GMbank.sf2 $(CLAPDIR)/Spinet/SoundFonts/sf_GMbank.sf2
-	@echo "Installed $(CLAPDIR)/Spinet/spinet.clap"
+	install -d $(call sh,$(CLAPDIR)/Spinet/SoundFonts)
+	install -m 755 .build/plugins/spinet.clap $(call sh,$(CLAPDIR)/Spinet/spinet.clap)
+	$(STRIP) --strip-unneeded $(call sh,$(CLAPDIR)/Spinet/spinet.clap)
+	install -m 644 .build/plugins/SoundFonts/sf_GMbank.sf2 $(call sh,$(CLAPDIR)/Spinet/SoundFonts/sf_GMbank.sf2)
+	@echo Installed $(call sh,$(CLAPDIR)/Spinet/spinet.clap)
 
 uninstall-plugins-clap:
-	rm -f $(CLAPDIR)/Spinet/spinet.clap $(CLAPDIR)/Spinet/SoundFonts/sf_GMbank.sf2
-	rmdir $(CLAPDIR)/Spinet/SoundFonts $(CLAPDIR)/Spinet 2>/dev/null || true
+	rm -f $(call sh,$(CLAPDIR)/Spinet/spinet.clap) $(call sh,$(CLAPDIR)/Spinet/SoundFonts/sf_GMbank.sf2)
+	rmdir $(call sh,$(CLAPDIR)/Spinet/SoundFonts) $(call sh,$(CLAPDIR)/Spinet) 2>/dev/null || true
 
 # Spinet's LV2 in Ardour 7, headless (scripts/ardour-test.sh): installs
 # Debian's ardour if missing (about 80 s on a fresh machine; skipped, saying
@@ -158,11 +158,18 @@ STRIP ?= strip
 TEST_SERVER_DEPS = pipewire pipewire-bin pipewire-jack
 INSTALL_TEST_DEPS = man-db groff-base bash-completion dpkg-dev lintian
 
-# Every file `make install` writes, relative to $(DESTDIR).
-INSTALLED = $(BINDIR)/spinet $(FONTDIR)/sf_GMbank.sf2 \
-	$(addprefix $(MANDIR)/man1/,$(MAN_PAGES)) \
-	$(BASHCOMPDIR)/spinet $(ZSHCOMPDIR)/_spinet $(FISHCOMPDIR)/spinet.fish \
-	$(USERUNITDIR)/spinet.service $(DOCDIR)/README.md $(DOCDIR)/SoundFonts.md
+# Paths may hold spaces, quotes and other characters the shell or make
+# would split on (PREFIX="/opt/my apps"): every path in an install or
+# uninstall recipe is given to the shell as one word by `sh` (single-quoted,
+# a ' in it written '\''), and no list of paths is split by make.
+sh = '$(subst ','\'',$(1))'
+
+# Every file `make install` writes, as DIR/NAME: the variable of its
+# directory (under $(DESTDIR)), then its name; `installed` makes the path.
+INSTALLED = BINDIR/spinet FONTDIR/sf_GMbank.sf2 $(addprefix MANDIR/man1/,$(MAN_PAGES)) \
+	BASHCOMPDIR/spinet ZSHCOMPDIR/_spinet FISHCOMPDIR/spinet.fish \
+	USERUNITDIR/spinet.service DOCDIR/README.md DOCDIR/SoundFonts.md
+installed = $(call sh,$(DESTDIR)$($(firstword $(subst /, ,$(1))))/$(patsubst $(firstword $(subst /, ,$(1)))/%,%,$(1)))
 
 # The man pages and completions, generated from the release build.
 dist: release
@@ -177,27 +184,30 @@ dist-if-stale:
 	  $(MAKE) dist; fi
 
 install: dist-if-stale
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(FONTDIR) $(DESTDIR)$(MANDIR)/man1 \
-		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) \
-		$(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(DOCDIR)
-	install -m 755 .build/release/spinet $(DESTDIR)$(BINDIR)/spinet
-	$(STRIP) --remove-section=.comment --remove-section=.note $(DESTDIR)$(BINDIR)/spinet
-	install -m 644 SoundFonts/sf_GMbank.sf2 $(DESTDIR)$(FONTDIR)/
-	install -m 644 $(addprefix $(DIST)/man/,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man1/
-	install -m 644 $(DIST)/completions/spinet.bash $(DESTDIR)$(BASHCOMPDIR)/spinet
-	install -m 644 $(DIST)/completions/_spinet $(DESTDIR)$(ZSHCOMPDIR)/_spinet
-	install -m 644 $(DIST)/completions/spinet.fish $(DESTDIR)$(FISHCOMPDIR)/spinet.fish
-	sed 's|@BINDIR@|$(BINDIR)|g' packaging/spinet.service.in > $(DESTDIR)$(USERUNITDIR)/spinet.service
-	chmod 644 $(DESTDIR)$(USERUNITDIR)/spinet.service
-	install -m 644 README.md $(DESTDIR)$(DOCDIR)/README.md
-	install -m 644 SoundFonts/README.md $(DESTDIR)$(DOCDIR)/SoundFonts.md
-	@echo "Installed spinet $(VERSION) under $(DESTDIR)$(PREFIX)"
+	install -d $(foreach d,BINDIR FONTDIR MANDIR BASHCOMPDIR ZSHCOMPDIR FISHCOMPDIR USERUNITDIR DOCDIR,$(call sh,$(DESTDIR)$($(d)))) \
+		$(call sh,$(DESTDIR)$(MANDIR)/man1)
+	install -m 755 .build/release/spinet $(call installed,BINDIR/spinet)
+	$(STRIP) --remove-section=.comment --remove-section=.note $(call installed,BINDIR/spinet)
+	install -m 644 SoundFonts/sf_GMbank.sf2 $(call installed,FONTDIR/sf_GMbank.sf2)
+	install -m 644 $(addprefix $(DIST)/man/,$(MAN_PAGES)) $(call sh,$(DESTDIR)$(MANDIR)/man1/)
+	install -m 644 $(DIST)/completions/spinet.bash $(call installed,BASHCOMPDIR/spinet)
+	install -m 644 $(DIST)/completions/_spinet $(call installed,ZSHCOMPDIR/_spinet)
+	install -m 644 $(DIST)/completions/spinet.fish $(call installed,FISHCOMPDIR/spinet.fish)
+	@# The unit names the binary in one Environment= line (a path with spaces or
+	@# quotes stays one word there); systemd unescapes \\ and \" and reads %% as %.
+	bin=$$(printf '%s' $(call sh,$(BINDIR)/spinet) | sed 's/[\\"]/\\&/g; s/%/%%/g'); \
+	  SPINET_UNIT_BIN="$$bin" awk '{ while ((i = index($$0, "@SPINET@")) > 0) $$0 = substr($$0, 1, i - 1) ENVIRON["SPINET_UNIT_BIN"] substr($$0, i + 8); print }' \
+	  packaging/spinet.service.in > $(call installed,USERUNITDIR/spinet.service)
+	chmod 644 $(call installed,USERUNITDIR/spinet.service)
+	install -m 644 README.md $(call installed,DOCDIR/README.md)
+	install -m 644 SoundFonts/README.md $(call installed,DOCDIR/SoundFonts.md)
+	@echo Installed spinet $(VERSION) under $(call sh,$(DESTDIR)$(PREFIX))
 
 # Removes exactly what `make install` wrote (same PREFIX and DESTDIR), and
-# the directories that are Spinet's own.
+# the directories that are Spinet's own (when empty); nothing else.
 uninstall:
-	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
-	rmdir $(DESTDIR)$(FONTDIR) $(DESTDIR)$(DATADIR)/spinet $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+	rm -f $(foreach f,$(INSTALLED),$(call installed,$(f)))
+	rmdir $(call sh,$(DESTDIR)$(FONTDIR)) $(call sh,$(DESTDIR)$(DATADIR)/spinet) $(call sh,$(DESTDIR)$(DOCDIR)) 2>/dev/null || true
 
 # A Debian package of the same files under /usr: out/spinet_VERSION-1_ARCH.deb.
 deb: dist
@@ -230,16 +240,25 @@ plugins-lv2: deps
 	@scripts/install-deps.sh $(LV2_DEPS)
 	SWIFT=$(SWIFT) scripts/build-plugin.sh lv2
 
+# The bundle's files: what install-plugins-lv2 copies and uninstall-plugins-lv2 removes.
+LV2_DATA = manifest.ttl spinet.ttl
+LV2_LIBRARY = spinet_lv2.so
+LV2_FONTS = SoundFonts/sf_GMbank.sf2 SoundFonts/README.md
+LV2_DEST = $(DESTDIR)$(LV2_INSTALL_DIR)/spinet.lv2
+
 install-plugins-lv2:
 	@test -f $(LV2_BUNDLE)/spinet_lv2.so || $(MAKE) plugins-lv2
-	install -d $(DESTDIR)$(LV2_INSTALL_DIR)/spinet.lv2/SoundFonts
-	install -m 644 $(LV2_BUNDLE)/manifest.ttl $(LV2_BUNDLE)/spinet.ttl $(DESTDIR)$(LV2_INSTALL_DIR)/spinet.lv2/
-	install -m 755 $(LV2_BUNDLE)/spinet_lv2.so $(DESTDIR)$(LV2_INSTALL_DIR)/spinet.lv2/
-	install -m 644 $(LV2_BUNDLE)/SoundFonts/sf_GMbank.sf2 $(LV2_BUNDLE)/SoundFonts/README.md $(DESTDIR)$(LV2_INSTALL_DIR)/spinet.lv2/SoundFonts/
-	@echo "Installed the LV2 plugin in $(DESTDIR)$(LV2_INSTALL_DIR)/spinet.lv2"
+	install -d $(call sh,$(LV2_DEST)/SoundFonts)
+	install -m 644 $(addprefix $(LV2_BUNDLE)/,$(LV2_DATA)) $(call sh,$(LV2_DEST)/)
+	install -m 755 $(addprefix $(LV2_BUNDLE)/,$(LV2_LIBRARY)) $(call sh,$(LV2_DEST)/)
+	install -m 644 $(addprefix $(LV2_BUNDLE)/,$(LV2_FONTS)) $(call sh,$(LV2_DEST)/SoundFonts/)
+	@echo Installed the LV2 plugin in $(call sh,$(LV2_DEST))
 
+# The bundle's own files, then its directories if empty: never rm -r (a
+# PREFIX with a space once made that `rm -rf /opt/my apps/...`).
 uninstall-plugins-lv2:
-	rm -rf $(DESTDIR)$(LV2_INSTALL_DIR)/spinet.lv2
+	rm -f $(foreach f,$(LV2_DATA) $(LV2_LIBRARY) $(LV2_FONTS),$(call sh,$(LV2_DEST)/$(f)))
+	rmdir $(call sh,$(LV2_DEST)/SoundFonts) $(call sh,$(LV2_DEST)) 2>/dev/null || true
 
 # The release spinet is the one the parity test compares the plugin with.
 plugin-tests-lv2: plugins-lv2 release

@@ -8,6 +8,7 @@
 #   PresetFileFuzzer      the JSON parser and the synth preset file reader (PresetBank)
 #   ConfigFuzzer          the config file reader (SpinetConfig) and --channel/--mute specs (ChannelAssignment)
 #   SoundFontFuzzer       the SoundFont preset data readers: VoiceCostModel, PresetSubset, FontFileView
+#   PluginStateFuzzer     the plugins' saved state reader (PluginSettings(json:), as LV2 and CLAP restore it)
 #
 # How they are built: each target names the Spinet modules it uses
 # (`target_modules` below). Each of those modules, with the modules it
@@ -41,7 +42,7 @@ cd "$ROOT"
 SECONDS_PER_TARGET=${1:-60}
 shift || true
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(MIDIFileFuzzer MIDIByteParserFuzzer PresetFileFuzzer ConfigFuzzer SoundFontFuzzer)
+((${#TARGETS[@]})) || TARGETS=(MIDIFileFuzzer MIDIByteParserFuzzer PresetFileFuzzer ConfigFuzzer SoundFontFuzzer PluginStateFuzzer)
 OUT=${FUZZ_OUT:-$ROOT/.build-fuzz}
 SWIFTC=${SWIFTC:-swiftc}
 TOOLCHAIN_BIN=$(dirname "$(command -v "$SWIFTC")")
@@ -65,6 +66,7 @@ target_modules() {
     PresetFileFuzzer) echo SpinetSupport SpinetSynth ;;
     ConfigFuzzer) echo SpinetSupport SpinetSettings ;;
     SoundFontFuzzer) echo SpinetSoundFont ;;
+    PluginStateFuzzer) echo SpinetSupport SpinetPlugin ;;
   esac
 }
 # What each module depends on (Package.swift's graph, C shims aside: those
@@ -77,6 +79,9 @@ module_deps() {
     SpinetSoundFont) echo SpinetEngine SpinetMIDI CFluidSynthRealtime ;;
     SpinetFile) echo SpinetEngine SpinetMIDI SpinetSoundFont SpinetSupport ;;
     SpinetSettings) echo SpinetSupport ;;
+    SpinetHost) echo SpinetEngine SpinetMIDI ;;
+    SpinetRig) echo SpinetEngine SpinetEffects SpinetMIDI SpinetSoundFont SpinetSynth SpinetFile SpinetHost SpinetSettings SpinetSupport ;;
+    SpinetPlugin) echo CSpinetPlugin SpinetRig SpinetEngine SpinetEffects SpinetMIDI SpinetSoundFont SpinetSynth SpinetFile SpinetSettings SpinetSupport CFluidSynthRealtime ;;
   esac
 }
 # Extra seed directories (inputs the suite replays).
@@ -94,7 +99,7 @@ target_seeds() {
 }
 
 MODULE_DIR=$OUT/modules
-C_INCLUDES=(-I Sources/CFluidSynth -I Sources/CSndFile -I Sources/CEBUR128 -I "$MODULE_DIR/CFluidSynthRealtime")
+C_INCLUDES=(-I Sources/CFluidSynth -I Sources/CSndFile -I Sources/CEBUR128 -I "$MODULE_DIR/CFluidSynthRealtime" -I "$MODULE_DIR/CSpinetPlugin")
 declare -A module_key=() module_failed=()
 link_objects=()
 
@@ -111,13 +116,15 @@ build_module() {
     [[ " ${link_objects[*]} " == *" $MODULE_DIR/$m.o "* ]] || link_objects+=("$MODULE_DIR/$m.o")
     return 0
   fi
-  if [[ $m == CFluidSynthRealtime ]]; then
-    local dir=Sources/CFluidSynthRealtime
+  if [[ $m == C* ]]; then
+    # A C target (Sources/C*/ with include/): its objects, and the module
+    # map SwiftPM would make for it, over its headers.
+    local dir=Sources/$m h
     key=$( (echo "$CLANG"; cat "$dir"/*.c "$dir"/include/*.h) | sha1sum | cut -c1-16)
     if [[ $(cat "$MODULE_DIR/$m.key" 2>/dev/null) != "$key" ]]; then
       echo "fuzz: building module $m" >&2
       mkdir -p "$MODULE_DIR/$m"
-      printf 'module CFluidSynthRealtime {\n  header "%s"\n  export *\n}\n' "$ROOT/$dir/include/CFluidSynthRealtime.h" \
+      { echo "module $m {"; for h in "$ROOT/$dir"/include/*.h; do echo "  header \"$h\""; done; echo "  export *"; echo "}"; } \
         >"$MODULE_DIR/$m/module.modulemap"
       if ! "$CLANG" -c -O2 -g -I "$dir/include" "$dir"/*.c -o "$MODULE_DIR/$m.o" >"$MODULE_DIR/$m.log" 2>&1; then
         cat "$MODULE_DIR/$m.log" >&2; module_failed[$m]=1; return 1

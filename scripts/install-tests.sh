@@ -21,10 +21,17 @@
 #     card saying so once, or runs spinet play with $SPINET_OPTIONS; and
 #     systemd-analyze verify accepts it (if systemd is here)
 #   - make uninstall removes every file make install wrote
+#   - odd paths (odd_path_tests below): PREFIX and DESTDIR with spaces,
+#     quotes, %, \, ;, & and *: make install and the plugin installs put
+#     every file there, the unit names the binary as systemd reads it, and
+#     the uninstalls remove exactly those files (a file named like the
+#     path's first word, /tmp/.../my beside "/tmp/.../my apps", survives)
 #   - make deb: the expected files, Depends, version; lintian finds no
 #     error; unpacked into a throw-away root, it renders the demo with its
 #     own font
 # Prints one line per check and `N passed, N failed`; exits 1 on a failure.
+# `scripts/install-tests.sh paths` runs only the odd path checks (after a
+# release build and `make dist`, which it does not run).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -38,6 +45,82 @@ start=$SECONDS
 pass() { echo "ok    $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL  $1"; [[ -z ${2-} ]] || printf '%s\n' "$2" | sed 's/^/      /' | head -30; failed=$((failed + 1)); }
 skip() { echo "skip  $1"; skipped=$((skipped + 1)); }
+
+# ---------------------------------------------------------------------------
+# Odd paths: everything make writes or removes is quoted. `make uninstall
+# PREFIX="/opt/my apps"` once ran `rm -f /opt/my apps/bin/spinet ...`,
+# deleting an unrelated /opt/my; `uninstall-plugins-lv2` ran rm -rf on it.
+# files_under DIR: the files below DIR, relative to it, sorted.
+files_under() { (cd "$1" 2>/dev/null && find . -type f | sed 's|^\./||' | sort); }
+odd_path_tests() {
+  local X=$T/x prefix dest want got out
+  mkdir -p "$X"
+  want=$(printf '%s\n' bin/spinet share/spinet/SoundFonts/sf_GMbank.sf2 \
+    share/man/man1/spinet{,-render,-play,-ports,-bench}.1 \
+    share/bash-completion/completions/spinet share/zsh/site-functions/_spinet \
+    share/fish/vendor_completions.d/spinet.fish lib/systemd/user/spinet.service \
+    share/doc/spinet/README.md share/doc/spinet/SoundFonts.md | sort)
+  # 1. PREFIX with a space, no DESTDIR; files named like its first word beside it.
+  prefix="$X/my apps"
+  echo unrelated >"$X/my"; mkdir -p "$X/apps"; echo unrelated >"$X/apps/bin"
+  if ! out=$($MAKE -s install PREFIX="$prefix" 2>&1); then fail "odd paths: make install PREFIX=\"…/my apps\"" "$out"
+  elif [[ $(files_under "$prefix") != "$want" ]]; then
+    fail "odd paths: make install PREFIX=\"…/my apps\" puts every file there" "$(diff <(echo "$want") <(files_under "$prefix"))"
+  else pass "odd paths: make install PREFIX=\"…/my apps\" puts the $(wc -l <<<"$want") files there"; fi
+  out=$($MAKE -s uninstall PREFIX="$prefix" 2>&1)
+  got=$(files_under "$prefix")
+  if [[ -n $got ]]; then fail "odd paths: make uninstall PREFIX=\"…/my apps\" removes every installed file" "$out"$'\n'"$got"
+  elif [[ $(cat "$X/my" 2>/dev/null) != unrelated || $(cat "$X/apps/bin" 2>/dev/null) != unrelated ]]; then
+    fail "odd paths: make uninstall PREFIX=\"$X/my apps\" leaves $X/my and $X/apps/bin alone" "$out"
+  else pass "odd paths: make uninstall PREFIX=\"…/my apps\" removes every installed file, and $X/my survives"; fi
+
+  # 2. DESTDIR and PREFIX with quotes, %, \, ;, & and *.
+  dest="$X/dest dir 'x'"; prefix="/opt/o'd \"q\" 100% a\\b;c&d *"
+  echo unrelated >"$X/dest"
+  if ! out=$($MAKE -s install DESTDIR="$dest" PREFIX="$prefix" 2>&1); then fail "odd paths: make install DESTDIR=… PREFIX=… (quotes, %, \\, ;, &, *)" "$out"
+  elif [[ $(files_under "$dest$prefix") != "$want" ]]; then
+    fail "odd paths: make install DESTDIR=… PREFIX=… puts every file there" "$(diff <(echo "$want") <(files_under "$dest$prefix"))"
+  else pass "odd paths: make install DESTDIR=\"$dest\" PREFIX=\"$prefix\" puts the $(wc -l <<<"$want") files there"; fi
+  local unit="$dest$prefix/lib/systemd/user/spinet.service"
+  if [[ -f $unit ]] && command -v systemd-analyze >/dev/null; then
+    # what systemd reads from the unit: the binary's path, whole
+    out=$(SYSTEMD_LOG_LEVEL=debug systemd-analyze verify "$unit" 2>&1 | sed -n 's/^[[:space:]]*Environment: SPINET=//p')
+    [[ $out == "$prefix/bin/spinet" ]] && pass "odd paths: systemd reads the unit's SPINET as the installed path" \
+      || fail "odd paths: systemd reads the unit's SPINET as the installed path" "read: $out"
+  fi
+  out=$($MAKE -s uninstall DESTDIR="$dest" PREFIX="$prefix" 2>&1)
+  got=$(files_under "$dest")
+  [[ -z $got && $(cat "$X/dest" 2>/dev/null) == unrelated ]] && pass "odd paths: make uninstall DESTDIR=… PREFIX=… removes every installed file, nothing else" \
+    || fail "odd paths: make uninstall DESTDIR=… PREFIX=… removes every installed file, nothing else" "$out"$'\n'"$got"
+
+  # 3. The plugins (when built: make plugins), under the same odd names.
+  local kind lib files
+  for kind in lv2 clap; do
+    if [[ $kind == lv2 ]]; then lib=.build/plugins/spinet.lv2/spinet_lv2.so; files=$'lib/lv2/spinet.lv2/SoundFonts/README.md\nlib/lv2/spinet.lv2/SoundFonts/sf_GMbank.sf2\nlib/lv2/spinet.lv2/manifest.ttl\nlib/lv2/spinet.lv2/spinet.ttl\nlib/lv2/spinet.lv2/spinet_lv2.so'
+    else lib=.build/plugins/spinet.clap; files=$'lib/clap/Spinet/SoundFonts/sf_GMbank.sf2\nlib/clap/Spinet/spinet.clap'; fi
+    if [[ ! -f $lib ]]; then skip "odd paths: the $kind plugin install (not built: make plugins)"; continue; fi
+    prefix="$X/my apps"
+    if ! out=$($MAKE -s install-plugins-$kind DESTDIR="$dest" PREFIX="$prefix" 2>&1); then fail "odd paths: make install-plugins-$kind" "$out"
+    elif [[ $(files_under "$dest$prefix") != "$(sort <<<"$files")" ]]; then
+      fail "odd paths: make install-plugins-$kind DESTDIR=… PREFIX=\"…/my apps\" puts every file there" "$(files_under "$dest$prefix")"
+    else pass "odd paths: make install-plugins-$kind DESTDIR=… PREFIX=\"…/my apps\" puts the $(wc -l <<<"$files") files there"; fi
+    out=$($MAKE -s uninstall-plugins-$kind DESTDIR="$dest" PREFIX="$prefix" 2>&1)
+    got=$(files_under "$dest")
+    [[ -z $got && $(cat "$X/my" 2>/dev/null) == unrelated && $(cat "$X/dest" 2>/dev/null) == unrelated ]] \
+      && pass "odd paths: make uninstall-plugins-$kind removes every file it installed, nothing else" \
+      || fail "odd paths: make uninstall-plugins-$kind removes every file it installed, nothing else" "$out"$'\n'"$got"
+  done
+}
+
+if [[ ${1-} == paths ]]; then
+  if [[ ! -x .build/release/spinet || ! -f .build/dist/man/spinet.1 ]]; then
+    fail "odd paths: a release build and its man pages (run make dist first)"
+  else
+    odd_path_tests
+  fi
+  echo "$passed passed, $failed failed$( ((skipped)) && echo ", $skipped skipped")"
+  ((failed == 0)); exit
+fi
 
 # The generated pages and completions (no-op build; the plugin runs once).
 if ! out=$($MAKE -s dist 2>&1); then
@@ -164,23 +247,25 @@ fi
 # The systemd user unit: its paths, and systemd's own check.
 unit=$D$P/lib/systemd/user/spinet.service
 if [[ -f $unit ]]; then
-  if grep -q '@' "$unit" || ! grep -q "^ExecStart=.*until $P/bin/spinet ports .*exec $P/bin/spinet play \$\$SPINET_OPTIONS'$" "$unit"; then
-    fail "user unit: waits for a card with $P/bin/spinet ports, then runs $P/bin/spinet play" "$(grep -n 'Exec\|@' "$unit")"
+  if grep -q '@' "$unit" || ! grep -q "^Environment=\"SPINET=$P/bin/spinet\"$" "$unit" \
+      || ! grep -q "^ExecStart=.*until \"\$\$SPINET\" ports .*exec \"\$\$SPINET\" play \$\$SPINET_OPTIONS'$" "$unit"; then
+    fail "user unit: waits for a card with $P/bin/spinet ports, then runs $P/bin/spinet play" "$(grep -n 'Exec\|SPINET=\|@' "$unit")"
   else
     pass "user unit: waits for a card with $P/bin/spinet ports, then runs $P/bin/spinet play"
   fi
-  # Its command as systemd runs it ($$ is $), where spinet ports finds no card.
-  cmd=$(sed -n "s|^ExecStart=/bin/sh -c '\(.*\)'$|\1|p" "$unit" | sed "s|\\$\\$|$|g; s|$P/bin/spinet|$BIN|g")
+  # Its command as systemd runs it ($$ is $, SPINET the installed binary), where spinet ports finds no card.
+  cmd=$(sed -n "s|^ExecStart=/bin/sh -c '\(.*\)'$|\1|p" "$unit" | sed "s|\\$\\$|$|g")
   if "$BIN" ports >/dev/null 2>&1; then
     skip "user unit: waits for a sound card (this machine has one)"
   else
-    out=$(timeout 6 /bin/sh -c "$cmd" 2>&1)
+    out=$(SPINET=$BIN timeout 6 /bin/sh -c "$cmd" 2>&1)
     [[ $? == 124 && $out == "spinet: waiting for a sound card (spinet ports finds none)" ]] \
       && pass "user unit: with no sound card, says once that it waits, and waits" \
       || fail "user unit: with no sound card, says once that it waits, and waits" "$out"
   fi
   # ... and where it finds one (ports stood in for by true): spinet play, with SPINET_OPTIONS.
-  out=$(SPINET_OPTIONS="--period 64 --help" timeout 10 /bin/sh -c "${cmd/$BIN ports/true}" 2>&1)
+  printf '#!/bin/sh\n[ "$1" = ports ] && exit 0\nexec "%s" "$@"\n' "$BIN" >"$T/card-found"; chmod +x "$T/card-found"
+  out=$(SPINET=$T/card-found SPINET_OPTIONS="--period 64 --help" timeout 10 /bin/sh -c "$cmd" 2>&1)
   [[ $out == *"USAGE: spinet play"* ]] && pass "user unit: with a sound card, runs spinet play \$SPINET_OPTIONS" \
     || fail "user unit: with a sound card, runs spinet play \$SPINET_OPTIONS" "$out"
   if command -v systemd-analyze >/dev/null; then
@@ -208,6 +293,8 @@ if out=$($MAKE -s uninstall DESTDIR="$D" 2>&1); then
 else
   fail "make uninstall" "$out"
 fi
+
+odd_path_tests
 
 # ---------------------------------------------------------------------------
 # The Debian package

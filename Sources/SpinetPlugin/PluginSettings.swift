@@ -122,18 +122,21 @@ public struct PluginSettings: Equatable, Sendable {
         return list.filter { seen.insert($0).inserted }
     }
 
-    /// Problems found while reading a state or a config file.
+    /// Problems found while reading a state or a config file: one line for
+    /// the host's log (a control character echoed from a state escaped, an
+    /// echoed value of thousands of bytes clipped).
     public struct Problem: Error, CustomStringConvertible, Sendable {
         public var description: String
-        init(_ d: String) { description = d }
+        init(_ d: String) { description = clippingEchoes(escapingControlCharacters(d)) }
     }
 
     /// The defaults a new instance gets: the config file's settings (if
     /// there is one and it reads; else `warning` says why), the font from
     /// there or the one `spinet` finds (`bundleDirectory` first).
-    public static func defaults(bundleDirectory: String?, warning: (String) -> Void) -> PluginSettings? {
+    public static func defaults(bundleDirectory: String?, environment: [String: String] = ProcessInfo.processInfo.environment,
+                                warning: (String) -> Void) -> PluginSettings? {
         var config = SpinetConfig()
-        do { config = try SpinetConfig.load(explicitPath: nil) } catch { warning("\(error.description); the plugin starts from its defaults") }
+        do { config = try SpinetConfig.load(explicitPath: nil, environment: environment) } catch { warning("\(error.description); the plugin starts from its defaults") }
         // beside the plugin: the search `spinet` makes from its executable
         // (SoundFonts/, an installed prefix's share/spinet), from the bundle
         var candidates: [String] = []
@@ -141,7 +144,13 @@ public struct PluginSettings: Equatable, Sendable {
             candidates = SoundFontLocator.candidates(environment: [:], executable: dir + "/plugin")
                 .filter { $0 != SoundFontLocator.systemDefault }
         }
-        candidates = config.soundFonts.map { expandingTilde($0) } + candidates + SoundFontLocator.candidates()
+        // a font the config file names but that cannot be opened is said, naming the file and the key
+        let configFonts = config.soundFonts.filter { font in
+            guard let problem = config.fontProblem(font) else { return true }
+            warning(problem + "; the plugin looks for another SoundFont")
+            return false
+        }
+        candidates = configFonts + candidates + SoundFontLocator.candidates()
         guard let font = candidates.first(where: { FileManager.default.isReadableFile(atPath: $0) }) else { return nil }
         var s = PluginSettings(soundFont: font)
         s.channels = config.channels
@@ -215,13 +224,20 @@ public struct PluginSettings: Equatable, Sendable {
     /// `missingSoundFont` lists where it was looked for: every other setting
     /// still holds.
     public init(json text: String, soundFontOverride: String? = nil, bundleDirectory: String? = nil) throws(Problem) {
+        if let problem = SettingsText.sizeProblem(byteCount: text.utf8.count) {
+            throw Problem("the saved state is \(problem) (\(text.utf8.count) bytes)")
+        }
         let root: JSONValue
         do { root = try JSONParser.parse(text) } catch { throw Problem("the saved state is not valid JSON: \(error.description)") }
         guard case .object(let members) = root else { throw Problem("the saved state is not a JSON object") }
         let dict = Dictionary(members, uniquingKeysWith: { a, _ in a })
-        guard case .number(let version)? = dict["spinet-plugin-state"] else { throw Problem("the saved state is not Spinet's (no \"spinet-plugin-state\")") }
-        guard Int(version) <= Self.stateVersion else {
-            throw Problem("the saved state is version \(formatNumber(version)), newer than this Spinet reads (\(Self.stateVersion)); update Spinet")
+        guard let versionValue = dict["spinet-plugin-state"] else { throw Problem("the saved state is not Spinet's (no \"spinet-plugin-state\")") }
+        // Every number that must be whole is read through `integer(in:)`: 1e300, -1 or 1.5 is refused, never converted.
+        guard let version = versionValue.integer(in: 1...Int(Int32.max)) else {
+            throw Problem("the saved state's \"spinet-plugin-state\" is not a version number (a whole number from 1; got \(versionValue.shortDescription))")
+        }
+        guard version <= Self.stateVersion else {
+            throw Problem("the saved state is version \(version), newer than this Spinet reads (\(Self.stateVersion)); update Spinet")
         }
         func string(_ key: String) throws(Problem) -> String? {
             switch dict[key] {
@@ -254,7 +270,8 @@ public struct PluginSettings: Equatable, Sendable {
         if let p = try string("presets") {
             do { presets = try PresetBank(json: p, source: "the saved state's presets") } catch { throw Problem(error.description) }
         }
-        if case .object(let params)? = dict["parameters"] {
+        if let v = dict["parameters"] {
+            guard case .object(let params) = v else { throw Problem("the saved state's \"parameters\" is not an object (got \(v.shortDescription))") }
             for (key, value) in params {
                 guard let p = PluginParameter.allCases.first(where: { $0.symbol == key }) else { continue }   // a later version's
                 guard case .number(let n) = value else { throw Problem("the saved state's parameter \"\(key)\" is not a number") }

@@ -72,16 +72,17 @@ public struct SpinetConfig: Equatable, Sendable {
             if explicitPath != nil { throw ConfigError(description: "config \(path): no such file") }
             return SpinetConfig()
         }
-        if let problem = RegularFile.problem(path, hint: "a config file is a JSON file") {
-            throw ConfigError(description: "config " + problem)
+        let bytes: [UInt8]
+        do { bytes = try SettingsText.readFile(path, what: "config \(path)", hint: "a config file is a JSON file") } catch {
+            throw ConfigError(description: error.description)
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigError(description: "config \(path): cannot read it")
-        }
-        return try parse(data, path: path)
+        return try parse(Data(bytes), path: path)
     }
 
     public static func parse(_ data: Data, path: String) throws(ConfigError) -> SpinetConfig {
+        if let problem = SettingsText.sizeProblem(byteCount: data.count) {
+            throw ConfigError(description: "config \(path): \(problem)")
+        }
         let root: JSONValue
         do { root = try JSONParser.parse(String(decoding: data, as: UTF8.self)) } catch {
             throw ConfigError(description: "config \(path): not valid JSON: \(error.description)")
@@ -130,10 +131,10 @@ public struct SpinetConfig: Equatable, Sendable {
         config.lowShelf = try setting("low-shelf")
         config.highShelf = try setting("high-shelf")
         if let r = dict["rate"] {
-            guard case .number(let n) = r, n == n.rounded(), abs(n) < 1e9 else {
-                throw ConfigError(description: "config \(path): \"rate\" must be a whole number of Hz")
+            guard let n = r.integer(in: -1_000_000_000...1_000_000_000) else {
+                throw ConfigError(description: "config \(path): \"rate\" must be a whole number of Hz (got \(r.shortDescription))")
             }
-            config.rate = Int(n)
+            config.rate = n
         }
         return config
     }

@@ -371,7 +371,8 @@ public final class SoundFontUnit: InstrumentUnit {
     }
 
     /// Checks a path before any audio work: present, readable, a SoundFont.
-    static func check(_ path: String) throws(SoundFontError) {
+    public static func check(_ path: String) throws(SoundFontError) {
+        FluidLog.install()   // FluidSynth's header check logs its own error line; the one thrown here says it
         var st = stat()
         if stat(path, &st) != 0 {
             throw SoundFontError(path: path, reason: "\(String(cString: strerror(errno))); pass an existing .sf2/.sf3 file with --soundfont")

@@ -26,6 +26,17 @@ public enum JSONValue: Equatable {
         }
     }
 
+    /// The whole number this value holds, if it is one within `range`: nil
+    /// for another type, a fraction, or a number outside the range (1e300
+    /// included), so a decoder never traps converting it.
+    public func integer(in range: ClosedRange<Int>) -> Int? {
+        guard case .number(let d) = self, d == d.rounded(.towardZero),
+              d >= Double(range.lowerBound), d <= Double(range.upperBound),
+              abs(d) < 0x1p62 else { return nil }
+        let n = Int(d)
+        return range.contains(n) ? n : nil
+    }
+
     /// A short description of the value for error messages ("got ...").
     public var shortDescription: String {
         switch self {
@@ -47,35 +58,44 @@ public struct JSONSyntaxError: Error {
     public var description: String { "line \(line), column \(column): \(reason)" }
 }
 
-/// Recursive-descent JSON parser (RFC 8259) over UTF-8 bytes.
+/// Recursive-descent JSON parser (RFC 8259) over UTF-8 bytes, in time
+/// linear in its input (duplicate keys are found through a set), to a
+/// bounded depth (so deep nesting cannot exhaust the stack). A leading
+/// UTF-8 byte order mark is skipped, as RFC 8259 allows.
 public struct JSONParser {
-    private let bytes: [UInt8]
-    private var position = 0
+    private let bytes: ArraySlice<UInt8>
+    private var position: Int
     private var depth = 0
 
+    /// How deep lists and objects may nest (Spinet's own files nest 3 deep).
+    public static let maxDepth = 64
+
     public static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
-        var parser = JSONParser(bytes: Array(text.utf8))
+        var parser = JSONParser(bytes: droppingByteOrderMark(Array(text.utf8)))
         parser.skipWhitespace()
         let value = try parser.parseValue()
         parser.skipWhitespace()
-        if parser.position < parser.bytes.count {
+        if parser.position < parser.bytes.endIndex {
             throw parser.error("unexpected text after the end of the document")
         }
         return value
     }
 
-    private init(bytes: [UInt8]) { self.bytes = bytes }
+    private init(bytes: ArraySlice<UInt8>) {
+        self.bytes = bytes
+        position = bytes.startIndex
+    }
 
     private func error(_ reason: String) -> JSONSyntaxError {
         var line = 1, column = 1
-        for b in bytes[0..<min(position, bytes.count)] {
+        for b in bytes[bytes.startIndex..<min(position, bytes.endIndex)] {
             if b == UInt8(ascii: "\n") { line += 1; column = 1 } else if b & 0xC0 != 0x80 { column += 1 }
         }
         return JSONSyntaxError(line: line, column: column, reason: reason)
     }
 
     private mutating func skipWhitespace() {
-        while position < bytes.count {
+        while position < bytes.endIndex {
             switch bytes[position] {
             case 0x20, 0x09, 0x0A, 0x0D: position += 1
             default: return
@@ -83,7 +103,7 @@ public struct JSONParser {
         }
     }
 
-    private var current: UInt8? { position < bytes.count ? bytes[position] : nil }
+    private var current: UInt8? { position < bytes.endIndex ? bytes[position] : nil }
 
     private mutating func parseValue() throws(JSONSyntaxError) -> JSONValue {
         guard let c = current else { throw error("unexpected end of file (a value was expected)") }
@@ -109,10 +129,11 @@ public struct JSONParser {
 
     private mutating func parseObject() throws(JSONSyntaxError) -> JSONValue {
         depth += 1
-        if depth > 64 { throw error("nested too deeply") }
+        if depth > Self.maxDepth { throw error("nested more than \(Self.maxDepth) deep") }
         defer { depth -= 1 }
         position += 1
         var members: [(key: String, value: JSONValue)] = []
+        var keys = Set<String>()
         skipWhitespace()
         if current == UInt8(ascii: "}") { position += 1; return .object(members) }
         while true {
@@ -120,7 +141,7 @@ public struct JSONParser {
             guard current == UInt8(ascii: "\"") else { throw error("expected a key in double quotes") }
             let keyStart = position
             let key = try parseString()
-            if members.contains(where: { $0.key == key }) {
+            if !keys.insert(key).inserted {
                 position = keyStart
                 throw error("duplicate key \"\(key)\"")
             }
@@ -138,7 +159,7 @@ public struct JSONParser {
 
     private mutating func parseArray() throws(JSONSyntaxError) -> JSONValue {
         depth += 1
-        if depth > 64 { throw error("nested too deeply") }
+        if depth > Self.maxDepth { throw error("nested more than \(Self.maxDepth) deep") }
         defer { depth -= 1 }
         position += 1
         var items: [JSONValue] = []

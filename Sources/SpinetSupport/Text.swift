@@ -112,6 +112,23 @@ public func writeStandardError(_ text: String) {
     }
 }
 
+/// `message` with every control character it echoes (a key named "x\ny" in
+/// a JSON file) shown escaped (`\n`, `\r`, `\t`, `\x1b`), so it stays one line.
+public func escapingControlCharacters(_ message: String) -> String {
+    guard message.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return message }
+    var out = ""
+    for u in message.unicodeScalars {
+        switch u {
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        default:
+            if u.value < 0x20 || u.value == 0x7F { out += formatted("\\x%02lx", Int(u.value)) } else { out.unicodeScalars.append(u) }
+        }
+    }
+    return out
+}
+
 /// `line` with every overlong run of non-space characters cut to its start
 /// and end, and the whole line to at most about `maxLength` bytes: an error
 /// that echoes what it was given (a 200 MB preset name, a 100,000-digit

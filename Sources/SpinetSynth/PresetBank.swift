@@ -66,32 +66,17 @@ public struct PresetBank: Sendable, Equatable {
 
     /// Reads a preset file (see the type's documentation). Not on the render thread.
     public init(jsonFile path: String) throws(PresetError) {
-        let text: String
-        if let problem = RegularFile.problem(path, hint: "a preset file is a JSON file") { throw PresetError(problem) }
-        do {
-            let data = try Data(contentsOf: URL(fileURLWithPath: path))
-            guard let s = String(data: data, encoding: .utf8) else {
-                throw PresetError("\(path): not UTF-8 text")
-            }
-            text = s
-        } catch let e as PresetError {
-            throw e
-        } catch {
-            let reason: String
-            if !FileManager.default.fileExists(atPath: path) {
-                reason = "no such file"
-            } else if !FileManager.default.isReadableFile(atPath: path) {
-                reason = "permission denied"
-            } else {
-                reason = "cannot be read"
-            }
-            throw PresetError("\(path): \(reason)")
+        let bytes: [UInt8]
+        do { bytes = try SettingsText.readFile(path, what: path, hint: "a preset file is a JSON file") } catch {
+            throw PresetError(error.description)
         }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw PresetError("\(path): not UTF-8 text") }
         try self.init(json: text, source: path)
     }
 
     /// Reads presets from JSON text; `source` names it in error messages.
     public init(json text: String, source: String = "presets.json") throws(PresetError) {
+        if let problem = SettingsText.sizeProblem(byteCount: text.utf8.count) { throw PresetError("\(source): \(problem)") }
         let root: JSONValue
         do {
             root = try JSONParser.parse(text)
@@ -183,10 +168,10 @@ public struct PresetBank: Sendable, Equatable {
                 guard case .number(let d) = value, d == d.rounded() else {
                     throw PresetError("\(here): \"program\" must be a whole number between 0 and 127 (got \(value.shortDescription))")
                 }
-                guard (0...127).contains(d) else {
+                guard let program = value.integer(in: 0...127) else {
                     throw PresetError("\(here): \"program\" must be between 0 and 127 (got \(formatNumber(d)))")
                 }
-                preset.program = Int(d)
+                preset.program = program
                 programGiven = true
             case "wave", "wave2":
                 guard case .string(let s) = value, let w = Waveform(rawValue: s) else {
@@ -235,7 +220,8 @@ public struct PresetBank: Sendable, Equatable {
     static func nearestKey(to key: String) -> String? {
         var best: String? = nil
         var bestDistance = 4
-        for candidate in allKeys {
+        let length = key.count   // a key far longer than any known one is near none, and is not compared
+        for candidate in allKeys where abs(length - candidate.count) < bestDistance {
             let d = editDistance(key.lowercased(), candidate.lowercased())
             if d < bestDistance {
                 best = candidate

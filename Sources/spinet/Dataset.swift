@@ -45,50 +45,64 @@ struct DatasetOptions: ParsableArguments {
     /// The longest input list read (a million paths of 256 bytes).
     static let maxListBytes = 256 << 20
 
-    /// `named`, then the paths of --from; a path given twice is taken once.
+    /// `named`, then the paths of --from; a path given twice is taken once,
+    /// however it is spelled (`a.mid`, `./a.mid`, `x/../a.mid`, its absolute
+    /// path): the first spelling is kept. A directory among them is an
+    /// error (naming its line in the list), before any work.
     func inputs(named: [String]) throws -> [String] {
-        var all = named
+        var all = named.map { (path: $0, line: 0) }
         if let from {
-            let text: String
-            text = try Self.readList(from)
+            let text = try Self.readList(from)
             // by bytes: "\r\n" is one Character, which a split on "\n" would miss
-            for line in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+            var number = 0
+            for line in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+                number += 1
                 var bytes = Substring(line).utf8[...]
                 if bytes.last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
                 let path = String(decoding: bytes, as: UTF8.self)
                 if path.trimmingSpaces.isEmpty { continue }
-                all.append(path)
+                all.append((path, number))
             }
             if all.isEmpty { throw Failure("--from \(from) lists no input; write one path per line") }
         }
+        for (path, line) in all where isDirectory(path) == true {
+            if let from, line > 0 {
+                throw Failure("--from \(from): line \(line): \(path) is a directory, not a MIDI file; list the files in it (find \(path) -name '*.mid' >> \(from))")
+            }
+            throw Failure("\(path) is a directory, not a MIDI file; name the files in it (\(path.hasSuffix("/") ? path : path + "/")*.mid)")
+        }
         var seen = Set<String>()
-        return all.filter { seen.insert($0).inserted }
+        return all.map(\.path).filter { seen.insert(Self.entryKey($0)).inserted }
     }
 
-    /// The whole list, read with a bound (a list may be a FIFO or standard input).
+    /// The directory entry `path` names, whatever its spelling: the real
+    /// path of its directory (symbolic links, `.` and `..` resolved) and its
+    /// last name. A symbolic link to a file is an entry of its own (it gets
+    /// an output of its own name). `-` is itself.
+    static func entryKey(_ path: String) -> String {
+        if path == "-" { return path }
+        let name = URL(fileURLWithPath: path).lastPathComponent
+        let parent = parentPath(path)
+        if name != "." && name != ".." && name != "/", let real = realpath(parent.isEmpty ? "." : parent, nil) {
+            defer { free(real) }
+            let dir = String(cString: real)
+            return (dir == "/" ? "" : dir) + "/" + name
+        }
+        return URL(fileURLWithPath: path).standardizedFileURL.path   // no such directory: as written, made absolute
+    }
+
+    /// The whole list, read with a bound (a list may be a FIFO or standard
+    /// input); a UTF-8 byte order mark at its start is dropped.
     static func readList(_ path: String) throws -> String {
-        let fd = path == "-" ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw Failure("--from \(path): \(String(cString: strerror(errno))); name a file with one input path per line")
-        }
-        defer { if fd != STDIN_FILENO { close(fd) } }
-        var st = stat()
-        if fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR {
-            throw Failure("--from \(path) is a directory; name a file with one input path per line")
-        }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw Failure("--from \(path): \(String(cString: strerror(errno)))") }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-            if bytes.count > maxListBytes {
-                throw Failure("--from \(path) is over \(maxListBytes >> 20) MB; split the list")
+        let bytes: [UInt8]
+        do { bytes = try RegularFile.read(path, limit: maxListBytes, streams: true) } catch {
+            switch error {
+            case .system(let text, _): throw Failure("--from \(path): \(text); name a file with one input path per line")
+            case .notRegular(let kind): throw Failure("--from \(path) is \(kind); name a file with one input path per line")
+            case .tooLarge(let limit): throw Failure("--from \(path) is over \(megabytes(limit)); split the list")
             }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return String(decoding: droppingByteOrderMark(bytes), as: UTF8.self)
     }
 }
 

@@ -578,12 +578,7 @@ struct Render: ParsableCommand {
     /// config file and its key, where the fix is.
     static func checkConfigFonts(_ file: SpinetConfig) throws {
         for font in file.soundFonts {
-            guard let directory = isDirectory(font) else {
-                throw Failure("\(file.label("soundfonts")) \(font) does not exist; fix the path there, or pass --soundfont")
-            }
-            if directory {
-                throw Failure("\(file.label("soundfonts")) \(font) is a directory; name a .sf2/.sf3 file there, or pass --soundfont")
-            }
+            if let problem = file.fontProblem(font) { throw Failure(problem) }
         }
     }
 

@@ -63,18 +63,7 @@ extension ParsableCommand {
     /// An error stays one line: a line break or other control character it
     /// echoes (a key named "x\ny" in a JSON file) is shown escaped.
     static func oneLine(_ message: String) -> String {
-        guard message.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return message }
-        var out = ""
-        for u in message.unicodeScalars {
-            switch u {
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 || u.value == 0x7F { out += formatted("\\x%02lx", Int(u.value)) } else { out.unicodeScalars.append(u) }
-            }
-        }
-        return out
+        escapingControlCharacters(message)
     }
 
     /// Runs `body`, turning a `Failure` into its one line and exit status.

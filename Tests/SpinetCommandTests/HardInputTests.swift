@@ -38,7 +38,7 @@ private func leftovers(_ dir: URL) -> [String] {
     ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).filter { $0.contains(".spinet-") }
 }
 
-private func errorLines(_ r: SpinetCommand.Result) -> [String] {
+func errorLines(_ r: SpinetCommand.Result) -> [String] {
     r.stderr.split(separator: "\n").map(String.init).filter { $0.hasPrefix("spinet: ") && !$0.hasPrefix("spinet: warning") && !$0.hasPrefix("spinet: FluidSynth") }
 }
 
@@ -62,7 +62,7 @@ private func runWithInput(_ arguments: [String], stdinPath: String, in dir: URL,
 }
 
 /// Runs spinet as a child and returns its exit status and peak RSS in bytes (wait4's ru_maxrss).
-private func peakMemory(_ arguments: [String]) -> (status: Int32, bytes: Int) {
+func peakMemory(_ arguments: [String]) -> (status: Int32, bytes: Int) {
     let argv = ([SpinetCommand.executable] + arguments).map { strdup($0) } + [nil]
     defer { for a in argv { free(a) } }
     var actions = posix_spawn_file_actions_t()

@@ -1,6 +1,7 @@
 import CSpinetPlugin
 import Foundation
 import Testing
+import SpinetPlugin
 import SpinetTestSupport
 
 /// A project file can be damaged, edited by hand or written by a newer
@@ -47,6 +48,156 @@ struct PluginStateDamageTests {
         let out = d.render(frames: 6000, block: 256, events: [(100, [0x90, 60, 110])])
         #expect(out.left.map { abs($0) }.max()! > 0.01)
         bytes = []
+    }
+
+    /// Each shape of a hostile state: a number where a whole number is
+    /// expected (1e300 trapped in `Int(_:)` and took the host down), a wrong
+    /// type, deep nesting, a state over the size limit. Each is refused with
+    /// one host-log line naming the problem; the instance keeps its settings
+    /// and keeps playing.
+    @Test func hostileStatesAreRefusedWithALogLineAndTheInstanceKeepsItsSettings() throws {
+        let d = try PluginDriver(rate: 48000)
+        /// The state with one top-level key's value replaced.
+        func replacing(_ key: String, in state: String, with value: String) -> String {
+            state.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+                guard line.hasPrefix("  \"\(key)\": ") else { return String(line) }
+                return "  \"\(key)\": \(value)" + (line.hasSuffix(",") ? "," : "")
+            }.joined(separator: "\n")
+        }
+        let saved = String(cString: spinet_plugin_save_state(d.plugin))
+        #expect(spinet_plugin_restore_state(d.plugin, replacing("reverb", in: saved, with: "\"hall\""), nil) == 0)
+        let valid = String(cString: spinet_plugin_save_state(d.plugin))
+        #expect(valid.contains("\"hall\"") && valid != saved)
+        func version(_ v: String) -> String { replacing("spinet-plugin-state", in: valid, with: v) }
+        func with(_ key: String, _ v: String) -> String { replacing(key, in: valid, with: v) }
+        let deep = String(repeating: "[", count: 1_000_000)
+        let cases: [(state: String, says: String)] = [
+            (version("1e300"), "not a version number"),
+            (version("-1e300"), "not a version number"),
+            (version("9223372036854775808"), "not a version number"),
+            (version("1e19"), "not a version number"),
+            (version("-1"), "not a version number"),
+            (version("0"), "not a version number"),
+            (version("1.5"), "not a version number"),
+            (version("\"1\""), "not a version number"),
+            (version("true"), "not a version number"),
+            (version("null"), "not a version number"),
+            (version("[1]"), "not a version number"),
+            (version("2"), "newer than this Spinet reads"),
+            (version("1e9"), "newer than this Spinet reads"),
+            (with("parameters", "[0, 1]"), "\"parameters\" is not an object"),
+            (with("parameters", "\"loud\""), "\"parameters\" is not an object"),
+            (with("parameters", #"{"gain": "0"}"#), "\"gain\" is not a number"),
+            (with("parameters", #"{"gain": null}"#), "\"gain\" is not a number"),
+            (with("channels", #"{"1": "synth"}"#), "\"channels\" is not a list"),
+            (with("channels", "[1e300]"), "\"channels\" is not a list of strings"),
+            (with("soundfont", "1e300"), "\"soundfont\" is not a string"),
+            (with("reverb", #"{"a": [1]}"#), "\"reverb\" is not a string"),
+            (with("effects", "-1e300"), "\"effects\" is not a string"),
+            (with("delay", "[]"), "\"delay\" is not a string"),
+            (with("reverb", #""hall", "presets": "{\"presets\": [{\"name\": \"x\", \"program\": 1e300}]}""#), "\"program\""),
+            (with("reverb", #""hall", "presets": "{\"presets\": [{\"name\": \"x\", \"program\": -1e300}]}""#), "\"program\""),
+            (with("reverb", #""hall", "presets": "{\"presets\": [{\"name\": \"x\", \"program\": 1.5}]}""#), "\"program\""),
+            (with("reverb", #""hall", "presets": 1e300"#), "\"presets\" is not a string"),
+            ("[1e300]", "not a JSON object"),
+            ("1e300", "not a JSON object"),
+            ("1e400", "number out of range"),
+            (deep, "nested more than"),
+            (with("reverb", deep), "nested more than"),
+            (with("channels", "[" + String(repeating: "\"1=synth\", ", count: 400_000) + "\"2=synth\"]"), "larger than 4 MB"),
+            (valid + String(repeating: " ", count: 5 << 20), "larger than 4 MB"),
+            // what a refusal echoes stays one line of reasonable length
+            (with("reverb", "\"hall\", \"x\\ny\": 1, \"x\\ny\": 2"), "duplicate key \"x\\ny\""),
+            (with("reverb", "\"hall\", \"\(String(repeating: "k", count: 100_000))\": 1, \"\(String(repeating: "k", count: 100_000))\": 2"), "duplicate key"),
+        ]
+        for (state, says) in cases {
+            let logged = d.lines.count
+            #expect(spinet_plugin_restore_state(d.plugin, state, nil) != 0, "restored: \(state.prefix(120))")
+            let lines = Array(d.lines.dropFirst(logged))
+            #expect(lines.count == 1 && lines[0].contains("cannot restore the saved state") && lines[0].contains(says),
+                    "\(state.prefix(120)): logged \(lines.map { $0.prefix(300) })")
+            #expect(lines.allSatisfy { $0.utf8.count < 2500 && !$0.contains("\n") && !$0.contains("\r") }, "a log line echoes the state: \(lines.map { $0.prefix(200) })")
+            #expect(String(cString: spinet_plugin_save_state(d.plugin)) == valid, "a refused state changed the settings: \(state.prefix(120))")
+        }
+        // and it still plays
+        #expect(spinet_plugin_activate(d.plugin, 256) == 0)
+        let out = d.render(frames: 6000, block: 256, events: [(100, [0x90, 60, 110])])
+        #expect(out.left.map { abs($0) }.max()! > 0.01)
+    }
+
+    /// The plugin state fuzzer's seeds (Fuzz/corpus/PluginStateFuzzer): each
+    /// is restored, or refused with one log line leaving the settings as
+    /// they were; none traps.
+    @Test func theFuzzersSeedsAreRestoredOrRefused() throws {
+        let seeds = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Fuzz/corpus/PluginStateFuzzer").standardized
+        let names = try FileManager.default.contentsOfDirectory(atPath: seeds.path).sorted()
+        #expect(names.count >= 10)
+        let d = try PluginDriver(rate: 48000)
+        // the seeds name fonts of other machines: restored with this one's, as a host that moved the font does
+        let saved = try JSONSerialization.jsonObject(with: Data(String(cString: spinet_plugin_save_state(d.plugin)).utf8)) as? [String: Any]
+        let font = try #require(saved?["soundfont"] as? String)
+        var restored = 0
+        for name in names {
+            let bytes = try Data(contentsOf: seeds.appendingPathComponent(name))
+            let before = String(cString: spinet_plugin_save_state(d.plugin))
+            let logged = d.lines.count
+            if spinet_plugin_restore_state(d.plugin, String(decoding: bytes, as: UTF8.self), font) == 0 {
+                restored += 1
+                let state = String(cString: spinet_plugin_save_state(d.plugin))
+                #expect(spinet_plugin_restore_state(d.plugin, state, nil) == 0, "\(name): its own save does not restore")
+                _ = spinet_plugin_restore_state(d.plugin, before, nil)
+            } else {
+                let lines = Array(d.lines.dropFirst(logged))
+                #expect(lines.count == 1 && lines[0].contains("cannot restore the saved state"), "\(name): \(lines)")
+                #expect(String(cString: spinet_plugin_save_state(d.plugin)) == before, "\(name): a refused state changed the settings")
+            }
+        }
+        #expect(restored >= 1, "no seed restored")
+    }
+
+    /// A state of many keys (a later version's, or a damaged one) is read in
+    /// time linear in its size: 160k keys took 40 s inside a project load.
+    @Test func aStateWithManyKeysIsReadQuickly() throws {
+        let d = try PluginDriver(rate: 48000)
+        let valid = String(cString: spinet_plugin_save_state(d.plugin))
+        let extra = (0..<160_000).map { "\"future-\($0)\": \($0)" }.joined(separator: ", ")
+        let state = valid.replacingOccurrences(of: "\"spinet-plugin-state\": 1,", with: "\"spinet-plugin-state\": 1, \(extra),")
+        #expect(state.utf8.count > 2_000_000 && state.utf8.count < 4 << 20)
+        let start = Date()
+        #expect(spinet_plugin_restore_state(d.plugin, state, nil) == 0, "\(d.lines.suffix(1))")
+        let seconds = Date().timeIntervalSince(start)
+        print("plugin state of 160k keys (\(state.utf8.count) bytes) restored in \(seconds) s")
+        #expect(seconds < 15)
+    }
+}
+
+/// A new instance starts from the user's config file: a font named there
+/// that cannot be used is said in one host-log line naming the file and the
+/// key, and the instance takes the next font it finds.
+@Suite("Plugin start: the config file's fonts")
+struct PluginConfigFontTests {
+    @Test func anUnusableConfigFontIsNamedWithTheFileAndTheKey() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("spinet-plugin-config-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("spinet"), withIntermediateDirectories: true)
+        let text = dir.appendingPathComponent("text.sf2").path
+        try Data("not a font\n".utf8).write(to: URL(fileURLWithPath: text))
+        let fifo = dir.appendingPathComponent("fifo.sf2").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let missing = dir.appendingPathComponent("missing.sf2").path
+        let config = dir.appendingPathComponent("spinet/config.json").path
+        // with a byte order mark, as some editors save it
+        try Data(("\u{FEFF}" + #"{"soundfonts": ["\#(text)", "\#(fifo)", "\#(missing)"], "reverb": "hall"}"#).utf8).write(to: URL(fileURLWithPath: config))
+        var warnings: [String] = []
+        let settings = PluginSettings.defaults(bundleDirectory: nil, environment: ["XDG_CONFIG_HOME": dir.path, "HOME": dir.path]) { warnings.append($0) }
+        #expect(warnings.count == 3, "\(warnings)")
+        for (font, says) in [(text, "not a SoundFont"), (fifo, "not a regular file"), (missing, "No such file")] {
+            #expect(warnings.contains { $0.hasPrefix("config \(config): \"soundfonts\": \(font): ") && $0.contains(says) }, "\(font): \(warnings)")
+        }
+        let s = try #require(settings, "no font found besides the config's")
+        #expect(![text, fifo, missing].contains(s.soundFont))
+        #expect(s.reverb == "hall", "the rest of the config file was read")
     }
 }
 
