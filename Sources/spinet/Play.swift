@@ -146,6 +146,8 @@ struct Play: ParsableCommand {
         guard (0...99).contains(priority) else { throw Failure("--priority \(priority) is out of range; use 1 to 99, or 0 for none") }
         guard (0...1000).contains(safety) else { throw Failure("--safety \(safety) is out of range; use 0 to 1000 ms") }
         guard (1...65535).contains(polyphony) else { throw Failure("--polyphony \(polyphony) is out of range; use 1 to 65535") }
+        // Two players at once: a SoundFont switched while playing loads beside the one playing.
+        try orFailure { try GraphBuilder.checkVoiceMemory(polyphony, players: 2, why: "the one playing, and a switched SoundFont's loading beside it") }
         guard MIDIClockTempo.range.contains(tempo) else {
             throw Failure("--tempo \(tempo) is out of range; use \(Int(MIDIClockTempo.range.lowerBound)) to \(Int(MIDIClockTempo.range.upperBound)) bpm")
         }
