@@ -121,6 +121,11 @@ struct Play: ParsableCommand {
     @Option(name: .customLong("duration"), help: .hidden)
     var duration: Double?
 
+    /// Seconds a JACK open, activation or close may take before libjack
+    /// counts as stuck and play ends (see `JACKLibrary.bounded`).
+    @Option(name: .customLong("jack-deadline"), help: .hidden)
+    var jackDeadline = JACKLibrary.defaultDeadline
+
     func run() throws {
         try reportingFailures(play)
     }
@@ -155,6 +160,8 @@ struct Play: ParsableCommand {
         let midiSource = midi ?? (driver == "jack" ? "jack" : "alsa")
         guard ["alsa", "jack"].contains(midiSource) else { throw Failure("--midi \(midiSource) is not known; use alsa or jack") }
         guard midiSource == "alsa" || driver == "jack" else { throw Failure("--midi jack needs --driver jack (JACK MIDI comes with the JACK client)") }
+        // (an ALSA sequencer client takes any name but an empty one)
+        if driver == "jack" || name.isEmpty, let problem = JACKClient.Configuration.nameProblem(name) { throw Failure(problem) }
         let jackConnection = try orFailure { try JACKConnect(parsing: jackConnect) }
         try Render.checkGain(gain)
         if self.soundFonts.isEmpty { try Render.checkConfigFonts(settings) }
@@ -207,6 +214,7 @@ struct Play: ParsableCommand {
             jackConfig.name = name
             jackConfig.midiPorts = midiSource == "jack" ? ports : 0
             jackConfig.connect = jackConnection
+            jackConfig.callDeadline = jackDeadline
             let client = try orFailure { try JACKClient(jackConfig, graph: nil) }
             output = client
             midiInput = midiSource == "jack" ? JACKMIDIInput(client) : sequencer.map { JACKNoticesAlongside($0, client) }
