@@ -212,6 +212,43 @@ extension FloodTests {
         #expect(SignalAnalysis.dBFS(last) < -90, "\(SignalAnalysis.dBFS(last)) dBFS 2.5 s after the note-off")
     }
 
+    /// Live, 20,000 note pairs of one key on channel 1 (each note-on
+    /// releases again every voice of the key still sounding) arrive at once
+    /// between renders, then the note-offs of a chord on channel 2, at
+    /// several polyphonies: what the backlog cannot hold is dropped and
+    /// counted, the note-offs are kept and overtake the flood (nothing of
+    /// their channel waits), and the chord is silent 1 s later.
+    @Test(arguments: [16, 256])
+    func aLiveNotePairFloodNeverHoldsAnotherChannelsChord(polyphony: Int) throws {
+        var options = SoundFontOptions()
+        options.fluidEffects = false
+        options.polyphony = polyphony
+        let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, options: options)
+        unit.prepare(sampleRate: 48000, maxFrames: 256, channels: 16)
+        let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 8 * 256)
+        defer { buffers.deallocate() }
+        let output = UnitOutput(planar: buffers, stride: 256)
+        unit.receive(.programChange(channel: 1, program: 19))
+        unit.receive(.controlChange(channel: 0, controller: 7, value: 0))      // the flood's own notes inaudible
+        for key: UInt8 in [60, 64, 67] { unit.receive(.noteOn(channel: 1, key: key, velocity: 100)) }
+        for _ in 0..<8 { unit.render(output, frames: 256) }
+        #expect(peakOf(buffers, 256) > 0.01)
+        for _ in 0..<20_000 {
+            unit.receive(.noteOn(channel: 0, key: 60, velocity: 100))
+            unit.receive(.noteOff(channel: 0, key: 60, velocity: 0))
+        }
+        for key: UInt8 in [60, 64, 67] { unit.receive(.noteOff(channel: 1, key: key, velocity: 0)) }
+        var last: Float = 0
+        for block in 0..<(2 * 48000 / 256) {
+            unit.render(output, frames: 256)
+            if block >= 48000 / 256 { last = max(last, peakOf(buffers, 256), peakOf(buffers + 256, 256)) }
+        }
+        #expect(unit.droppedEvents > 0)
+        #expect(SignalAnalysis.dBFS(last) < -90, "\(SignalAnalysis.dBFS(last)) dBFS 1 s after the chord's note-offs")
+        let messages = unit.drainRenderMessages()
+        #expect(!messages.contains { $0.contains("Ringbuffer full") }, "\(messages.prefix(3))")
+    }
+
     /// A flood through the engine's queue, rendered live-sized: the render
     /// path still allocates nothing and takes no lock, drops nothing, and
     /// the organ note ends.
