@@ -181,19 +181,26 @@ func peakOf(_ p: UnsafeMutablePointer<Float>, _ n: Int) -> Float {
 }
 
 extension FloodTests {
+    /// A unit as live hosts use it (Spinet's effects, 256-frame calls) and
+    /// its output buffers (the caller deallocates them).
+    static func liveUnit(polyphony: Int) throws -> (SoundFontUnit, UnsafeMutablePointer<Float>, UnitOutput) {
+        var options = SoundFontOptions()
+        options.fluidEffects = false
+        options.polyphony = polyphony
+        let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, options: options)
+        unit.prepare(sampleRate: 48000, maxFrames: 256, channels: 16)
+        let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 8 * 256)
+        return (unit, buffers, UnitOutput(planar: buffers, stride: 256))
+    }
+
     /// Live, the unit may drop what a flood brings beyond its backlog, but
     /// never a release: 20,000 hi-hat notes (each a voice started, about 50
     /// updates of FluidSynth's ring) arrive at once between renders, then
     /// the organ note's note-off. The hi-hats beyond the backlog are
     /// dropped and counted; the note-off is kept, and the organ stops.
     @Test func aLiveFloodDropsButNeverANoteOff() throws {
-        var options = SoundFontOptions()
-        options.fluidEffects = false
-        let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, options: options)
-        unit.prepare(sampleRate: 48000, maxFrames: 256, channels: 16)
-        let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 8 * 256)
+        let (unit, buffers, output) = try Self.liveUnit(polyphony: 256)
         defer { buffers.deallocate() }
-        let output = UnitOutput(planar: buffers, stride: 256)
         unit.receive(.programChange(channel: 0, program: 19))
         unit.receive(.noteOn(channel: 0, key: 60, velocity: 100))
         for _ in 0..<8 { unit.render(output, frames: 256) }
@@ -220,14 +227,8 @@ extension FloodTests {
     /// their channel waits), and the chord is silent 1 s later.
     @Test(arguments: [16, 256])
     func aLiveNotePairFloodNeverHoldsAnotherChannelsChord(polyphony: Int) throws {
-        var options = SoundFontOptions()
-        options.fluidEffects = false
-        options.polyphony = polyphony
-        let unit = try SoundFontUnit(fonts: [bundledFont], sampleRate: 48000, options: options)
-        unit.prepare(sampleRate: 48000, maxFrames: 256, channels: 16)
-        let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 8 * 256)
+        let (unit, buffers, output) = try Self.liveUnit(polyphony: polyphony)
         defer { buffers.deallocate() }
-        let output = UnitOutput(planar: buffers, stride: 256)
         unit.receive(.programChange(channel: 1, program: 19))
         unit.receive(.controlChange(channel: 0, controller: 7, value: 0))      // the flood's own notes inaudible
         for key: UInt8 in [60, 64, 67] { unit.receive(.noteOn(channel: 1, key: key, velocity: 100)) }
