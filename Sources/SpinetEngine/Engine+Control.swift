@@ -131,6 +131,8 @@ extension Engine {
 
     public struct Statistics: Sendable {
         public var droppedEvents: Int
+        /// Events a unit held back to a later block under a flood (none lost).
+        public var delayedEvents: Int
         public var lateEvents: Int
         public var activeVoices: Int
         public var peakVoices: Int
@@ -140,6 +142,7 @@ extension Engine {
     public var statistics: Statistics {
         Statistics(droppedEvents: inputs.reduce(0) { $0 + $1.dropped } + units.reduce(0) { $0 + $1.droppedEvents }
                     + droppedCallbackEvents.load(ordering: .relaxed),
+                   delayedEvents: units.reduce(0) { $0 + $1.delayedEvents },
                    lateEvents: lateEventCount.load(ordering: .relaxed),
                    activeVoices: voiceCount.load(ordering: .relaxed),
                    peakVoices: peakVoiceCount.load(ordering: .relaxed),

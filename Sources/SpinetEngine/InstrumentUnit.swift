@@ -48,6 +48,10 @@ public protocol InstrumentUnit: AnyObject {
     /// Events the unit itself dropped (a live flood it could not hold).
     /// Any thread. Default 0.
     var droppedEvents: Int { get }
+
+    /// Events the unit held back to a later block than their own (a flood
+    /// it passes on at the pace its synthesizer can take). Any thread. Default 0.
+    var delayedEvents: Int { get }
 }
 
 /// Where a unit writes one slice of sound: the dry stereo mix and its
@@ -113,6 +117,7 @@ extension InstrumentUnit {
     public func deliveryFrame(forEventAt frame: Int64) -> Int64 { frame }
     public var eventRoom: Int { Int.max }
     public var droppedEvents: Int { 0 }
+    public var delayedEvents: Int { 0 }
 
     /// Render thread only. A unit without effect sends: dry sound, silent sends.
     public func render(_ output: UnitOutput, frames: Int) {

@@ -31,6 +31,10 @@ public final class RealtimeLog: @unchecked Sendable {
 
     public var dropped: Int { droppedCount.load(ordering: .relaxed) }
 
+    /// Losses the posted messages reported (the producer counts each one it
+    /// knows to mean lost work, whether or not the message found a slot).
+    public let losses = Atomic<Int>(0)
+
     /// Producer (render thread). Copies a NUL-terminated C string, truncated to a slot.
     public func post(_ message: UnsafePointer<CChar>) {
         let t = tail.load(ordering: .relaxed)

@@ -39,6 +39,12 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
     private let swaps = HandOver<Box>()
     private let swapping = Atomic<Bool>(false)
     private let prepared = Atomic<Bool>(false)
+    // what the instruments dropped and delayed, the retired ones' included
+    // (kept by the render thread, read by any)
+    private let droppedTotal = Atomic<Int>(0)
+    private let delayedTotal = Atomic<Int>(0)
+    private var retiredDropped = 0
+    private var retiredDelayed = 0
 
     /// - Parameter ringOutSeconds: how long notes of a replaced instrument may
     ///   ring on before they are faded out.
@@ -119,6 +125,7 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
     /// Dry sound and effect sends: both instruments' sends reach the engine's effects.
     public func render(_ output: UnitOutput, frames: Int) {
         takePending()
+        defer { countEvents() }
         current.unit.render(output, frames: frames)
         guard let old = outgoing?.unit, let scratch, frames > 0 else { return }
         old.render(scratch, frames: frames)
@@ -135,6 +142,7 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
 
     public func render(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
         takePending()
+        defer { countEvents() }
         current.unit.render(left: left, right: right, frames: frames)
         guard let old = outgoing?.unit, let scratch, frames > 0 else { return }
         old.render(left: scratch.left, right: scratch.right, frames: frames)
@@ -189,8 +197,20 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
         state.replay { unit.receive($0) }
     }
 
+    /// Publishes what the instruments dropped and delayed so far. Render thread.
+    @inline(__always)
+    private func countEvents() {
+        droppedTotal.store(retiredDropped + current.unit.droppedEvents + (outgoing?.unit.droppedEvents ?? 0), ordering: .relaxed)
+        delayedTotal.store(retiredDelayed + current.unit.delayedEvents + (outgoing?.unit.delayedEvents ?? 0), ordering: .relaxed)
+    }
+
+    public var droppedEvents: Int { droppedTotal.load(ordering: .relaxed) }
+    public var delayedEvents: Int { delayedTotal.load(ordering: .relaxed) }
+
     private func retire() {
         guard let box = outgoing else { return }
+        retiredDropped += box.unit.droppedEvents
+        retiredDelayed += box.unit.delayedEvents
         // Hand the last reference to the control thread: +1 here, -1 there.
         swaps.retire(.passRetained(box))
         outgoing = nil

@@ -12,6 +12,9 @@ public struct RenderReport: Sendable {
     public var peak: Float
     public var peakVoices: Int
     public var droppedEvents: Int
+    /// Events a SoundFont player passed on blocks after their own under a
+    /// flood (every one played, late: a flood is delayed, never dropped).
+    public var delayedEvents: Int = 0
     /// SysEx messages longer than the engine passes on (`Engine.Configuration.maxSysExBytes`),
     /// skipped: Spinet acts on none of them (sample dumps and the like).
     public var skippedSysEx: Int = 0
@@ -290,7 +293,7 @@ public final class OfflineRenderer {
         let peak = output.peak
         let stats = engine.statistics
         return RenderReport(sampleRate: schedule.sampleRate, musicFrames: musicEnd, outputFrames: written,
-                            peak: peak, peakVoices: stats.peakVoices, droppedEvents: stats.droppedEvents,
+                            peak: peak, peakVoices: stats.peakVoices, droppedEvents: stats.droppedEvents, delayedEvents: stats.delayedEvents,
                             skippedSysEx: skippedSysEx + stats.oversizeSysEx, lateEvents: stats.lateEvents, tailCapped: tailCapped, interrupted: interrupted)
     }
 }

@@ -49,7 +49,24 @@ public final class JACKClient: @unchecked Sendable {
         public var reconnect = true
         /// Seconds between attempts to reach a server that went away.
         public var reconnectInterval = 0.5
+        /// Seconds an open, activation or close may take before libjack
+        /// counts as stuck and Spinet stops (see `JACKLibrary.bounded`).
+        public var callDeadline = JACKLibrary.defaultDeadline
         public init() {}
+
+        /// Why `name` cannot be a JACK client name (nil: it can): JACK
+        /// refuses an empty name, one longer than `jack_client_name_size()`
+        /// allows, and a ':' (it separates client and port in a port's full
+        /// name). One line, naming the option; checked before any work.
+        public static func nameProblem(_ name: String) -> String? {
+            let limit = Int(jack_client_name_size()) - 1
+            if name.isEmpty { return "--name is empty; give the client a name (e.g. --name Spinet): sessions and DAWs find it by name" }
+            if name.utf8.count > limit {
+                return "--name '\(name)' is \(name.utf8.count) bytes long; a JACK client name has at most \(limit)"
+            }
+            if name.contains(":") { return "--name '\(name)' contains ':', which JACK uses between a client and its port; choose a name without it" }
+            return nil
+        }
     }
 
     /// Builds the graph for a sample rate: an `Engine` with its units and
@@ -147,6 +164,11 @@ public final class JACKClient: @unchecked Sendable {
     private let remembered = Mutex<[Connection]>([])
     private var started = false
     private var closed = false
+    /// A client libjack would not activate or close was given up (`abandonClient`).
+    private var abandoned = false
+    /// The outputs were connected as configured once (a server lost while
+    /// the client started: not yet, so the client does it when it is back).
+    private var outputsConnected = false
 
     struct Connection: Equatable {
         var port: String
@@ -176,7 +198,7 @@ public final class JACKClient: @unchecked Sendable {
         try connectionLock.withLock { _ throws(JACKError) in
             try open()
             // Named targets are checked now, before anything plays.
-            do throws(JACKError) { try checkTargets(client!) } catch {
+            do throws(JACKError) { if let c = client, !serverGone.load(ordering: .acquiring) { try checkTargets(c) } } catch {
                 closeClient()
                 throw error
             }
@@ -210,12 +232,23 @@ public final class JACKClient: @unchecked Sendable {
         started = true
         var problem: JACKError?
         connectionLock.withLock { _ in
+            // (no client: the server went away while it opened; the supervisor waits for it)
             guard let client else { return }
-            if jack_activate(client) != 0 {
-                problem = JACKError("the JACK server refused to activate the client '\(configuration.name)'")
+            guard let rc = JACKLibrary.bounded("activating the JACK client '\(configuration.name)'", seconds: configuration.callDeadline,
+                                               { jack_activate(client) }) else {
+                problem = .stuck
+                abandonClient()
                 return
             }
-            do throws(JACKError) { try connectOutputs(client) } catch { problem = error }
+            if rc != 0 {
+                if !serverLost() { problem = JACKError("the JACK server refused to activate the client '\(configuration.name)'") }
+                return
+            }
+            do throws(JACKError) { try connectOutputs(client) } catch {
+                if !serverLost() { problem = error }
+                return
+            }
+            outputsConnected = true
             remembered.withLock { $0 = snapshotConnections(client) }
         }
         supervisor = NativeThread(name: "spinet-jack") { [self] in superviseUntilStopped() }
@@ -292,6 +325,9 @@ public final class JACKClient: @unchecked Sendable {
         supervisor?.join()
         supervisor = nil
         connectionLock.withLock { _ in closeClient() }
+        // A client libjack would not close may still call the process
+        // callback: its graphs stay (see `abandonClient`).
+        guard !abandoned else { return }
         // No process thread runs now: release every graph.
         Self.release(currentGraph.exchange(0, ordering: .acquiringAndReleasing))
         Self.release(pendingGraph.exchange(0, ordering: .acquiringAndReleasing))
@@ -395,8 +431,9 @@ public final class JACKClient: @unchecked Sendable {
     /// Opens the client, builds a graph if the rate changed, registers the
     /// ports and callbacks. The client is not active yet.
     private func open() throws(JACKError) {
-        var status = jack_status_t(rawValue: 0)
-        guard let c = JACKLibrary.serialized({ spinet_jack_client_open(configuration.name, configuration.server, 1, &status) }) else {
+        guard let (opened, status) = JACKLibrary.open(configuration.name, server: configuration.server, exactName: true,
+                                                      seconds: configuration.callDeadline) else { throw .stuck }
+        guard let c = opened else {
             throw JACKError.openFailed(name: configuration.name, server: configuration.server, status: status)
         }
         let rate = Int(jack_get_sample_rate(c))
@@ -413,7 +450,7 @@ public final class JACKClient: @unchecked Sendable {
             do {
                 graph = try makeGraph(rate: rate)
             } catch {
-                JACKLibrary.serialized { _ = jack_client_close(c) }
+                _ = JACKLibrary.close(c, deactivate: false, seconds: configuration.callDeadline)
                 throw error
             }
             // No process thread runs: install it directly.
@@ -421,20 +458,42 @@ public final class JACKClient: @unchecked Sendable {
             if old != 0 { Unmanaged<JACKGraph>.fromOpaque(UnsafeRawPointer(bitPattern: old)!).release() }
             publishedGraph.withLock { $0 = graph }
         }
-        func register(_ name: String, _ type: String, _ flags: JackPortFlags) throws(JACKError) -> OpaquePointer {
-            guard let p = jack_port_register(c, name, type, UInt(flags.rawValue), 0) else {
-                JACKLibrary.serialized { _ = jack_client_close(c) }
-                throw JACKError("cannot register the JACK port \(configuration.name):\(name)")
-            }
-            return p
-        }
-        outLeft = try register("out_L", JACK_DEFAULT_AUDIO_TYPE, JackPortIsOutput)
-        outRight = try register("out_R", JACK_DEFAULT_AUDIO_TYPE, JackPortIsOutput)
-        for (i, name) in midiPortNames.enumerated() {
-            midiIn[i] = try register(name, JACK_DEFAULT_MIDI_TYPE, JackPortIsInput)
-        }
         Self.installCallbacks(c, Unmanaged.passUnretained(self).toOpaque())
         client = c
+        func register(_ name: String, _ type: String, _ flags: JackPortFlags) throws(JACKError) -> OpaquePointer? {
+            if let p = jack_port_register(c, name, type, UInt(flags.rawValue), 0) { return p }
+            // The server went away while the client opened: as when it goes
+            // away later, the supervisor closes the client and waits for it.
+            if serverLost() { return nil }
+            closeClient()
+            throw JACKError("cannot register the JACK port \(configuration.name):\(name)")
+        }
+        guard let left = try register("out_L", JACK_DEFAULT_AUDIO_TYPE, JackPortIsOutput),
+              let right = try register("out_R", JACK_DEFAULT_AUDIO_TYPE, JackPortIsOutput) else { return }
+        outLeft = left
+        outRight = right
+        for (i, name) in midiPortNames.enumerated() {
+            guard let port = try register(name, JACK_DEFAULT_MIDI_TYPE, JackPortIsInput) else { return }
+            midiIn[i] = port
+        }
+    }
+
+    /// After a call failed on a client that opened: whether its server went
+    /// away (the shutdown callback said so, or a new client cannot reach
+    /// it). If so, it is marked gone and the supervisor told: the client is
+    /// then closed and opened again once the server is back, however far
+    /// the start had come. Under connectionLock.
+    private func serverLost() -> Bool {
+        var lost = serverGone.load(ordering: .acquiring)
+        if !lost, let (probe, _) = JACKLibrary.open("spinet-probe", server: configuration.server, exactName: false,
+                                                    seconds: configuration.callDeadline) {
+            if let probe { _ = JACKLibrary.close(probe, deactivate: false, seconds: configuration.callDeadline) } else { lost = true }
+        }
+        if lost {
+            serverGone.store(true, ordering: .releasing)
+            wake()
+        }
+        return lost
     }
 
     private func makeGraph(rate: Int) throws(JACKError) -> JACKGraph {
@@ -453,12 +512,28 @@ public final class JACKClient: @unchecked Sendable {
 
     private func closeClient() {
         guard let c = client else { return }
-        if !serverGone.load(ordering: .acquiring) { jack_deactivate(c) }
-        JACKLibrary.serialized { _ = jack_client_close(c) }
+        if !JACKLibrary.close(c, deactivate: !serverGone.load(ordering: .acquiring), seconds: configuration.callDeadline) {
+            abandonClient()
+            return
+        }
         client = nil
         outLeft = nil
         outRight = nil
         for i in 0..<configuration.midiPorts { midiIn[i] = nil }
+    }
+
+    /// libjack did not finish a call on the client (`JACKLibrary.bounded`):
+    /// the client is given up (never closed: libjack still holds it, and
+    /// may yet call its callbacks, so this object and its graphs are kept
+    /// for the rest of the process), and play ends with one line.
+    private func abandonClient() {
+        if !abandoned { _ = Unmanaged.passRetained(self) }
+        abandoned = true
+        client = nil
+        outLeft = nil
+        outRight = nil
+        for i in 0..<configuration.midiPorts { midiIn[i] = nil }
+        fail(JACKError.stuck.description)
     }
 
     /// Connects the audio outputs as configured (`auto`, `none`, named ports).
@@ -542,7 +617,13 @@ public final class JACKClient: @unchecked Sendable {
                 awaitingServer.store(true, ordering: .releasing)
                 let kept = remembered.withLock { $0 }
                 if let back = reconnect() {
-                    connectionLock.withLock { _ in missing = remake(kept, back) }
+                    connectionLock.withLock { _ in
+                        if !outputsConnected {
+                            do throws(JACKError) { try connectOutputs(back) } catch { notice(error.description) }
+                            outputsConnected = true
+                        }
+                        missing = remake(kept, back)
+                    }
                     missingUntil = Self.now() + 10_000_000_000
                     remembered.withLock { $0 = kept }
                     awaitingServer.store(false, ordering: .releasing)
@@ -613,21 +694,40 @@ public final class JACKClient: @unchecked Sendable {
             var back: OpaquePointer?
             var failure: JACKError?
             connectionLock.withLock { _ in
+                // from here a loss the new client reports (while its ports
+                // are registered, say) sets it again
+                serverGone.store(false, ordering: .releasing)
                 do throws(JACKError) {
                     try open()
                 } catch {
+                    serverGone.store(true, ordering: .releasing)
                     if error != .noServer { failure = error }
                     return
                 }
-                guard let c = client else { return }
-                serverGone.store(false, ordering: .releasing)
+                guard let c = client, !serverGone.load(ordering: .acquiring) else {
+                    serverGone.store(true, ordering: .releasing)
+                    closeClient()
+                    return
+                }
                 releaseRequested.store(UInt32.max, ordering: .releasing)
-                if jack_activate(c) != 0 {
+                guard let rc = JACKLibrary.bounded("activating the JACK client '\(configuration.name)' again", seconds: configuration.callDeadline,
+                                                   { jack_activate(c) }) else {
+                    abandonClient()
+                    return
+                }
+                if rc != 0 {
                     failure = JACKError("the JACK server refused to activate the client again")
+                    serverGone.store(true, ordering: .releasing)
                     closeClient()
                     return
                 }
                 back = c
+            }
+            // libjack is stuck (an open, activation or close that never
+            // returned): waiting longer cannot help; play ends with one line.
+            if JACKLibrary.stuck != nil {
+                fail(JACKError.stuck.description)
+                return nil
             }
             if let failure { notice("\(failure.description); trying again") }
             if let c = back {

@@ -19,14 +19,21 @@ public struct JACKError: Error, CustomStringConvertible, Equatable, Sendable {
         if bits & JackVersionError.rawValue != 0 {
             return JACKError("the JACK server speaks another protocol version than this libjack; update one of them")
         }
-        var probeStatus = jack_status_t(rawValue: 0)
-        guard let probe = JACKLibrary.serialized({ spinet_jack_client_open("spinet-probe", server, 0, &probeStatus) }) else { return .noServer }
-        defer { JACKLibrary.serialized { _ = jack_client_close(probe) } }
+        guard let opened = JACKLibrary.open("spinet-probe", server: server, exactName: false) else { return .stuck }
+        guard let probe = opened.client else { return .noServer }
+        defer { _ = JACKLibrary.close(probe, deactivate: false) }
         if let uuid = jack_get_uuid_for_client_name(probe, name) {
             jack_free(uuid)
             return nameTaken(name)
         }
         return JACKError("the JACK server refused the client '\(name)' (JACK status 0x\(String(bits, radix: 16)))")
+    }
+
+    /// A libjack call overran its deadline (`JACKLibrary.bounded`): libjack
+    /// is stuck in this process, so Spinet stops rather than hang.
+    public static var stuck: JACKError {
+        JACKError("libjack did not return from \(JACKLibrary.stuck ?? "a call") within its deadline (a JACK server that stopped answering, "
+                  + "or libjack's lock left held by a thread that died with its server); stopped: restart Spinet (and the server, if it hangs)")
     }
 
     static func nameTaken(_ name: String) -> JACKError {

@@ -26,12 +26,12 @@ public enum JACKPorts {
     /// "spinet-ports" (JACK adds a suffix if that name is taken).
     public static func list(server: String? = nil) throws(JACKError) -> [JACKPort] {
         _ = JACKMessages.silenced
-        var status = jack_status_t(rawValue: 0)
-        guard let client = JACKLibrary.serialized({ spinet_jack_client_open("spinet-ports", server, 0, &status) }) else {
+        guard let (opened, status) = JACKLibrary.open("spinet-ports", server: server, exactName: false) else { throw .stuck }
+        guard let client = opened else {
             throw status.rawValue & JackVersionError.rawValue != 0
                 ? JACKError.openFailed(name: "spinet-ports", server: server, status: status) : JACKError.noServer
         }
-        defer { JACKLibrary.serialized { _ = jack_client_close(client) } }
+        defer { _ = JACKLibrary.close(client, deactivate: false) }
         return ports(of: client, pattern: nil, type: nil, flags: 0)
     }
 

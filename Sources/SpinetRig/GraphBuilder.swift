@@ -155,6 +155,7 @@ public enum GraphBuilder {
         if laneGroups.isEmpty { laneGroups = [[]] }   // the SoundFont player stays for Bank Select switches back
         let groups = laneGroups.map { lanes in lanes.map(\.channel) }
         let plays = ChannelPartition.playing(schedule, channels: ports * 16)
+        try checkVoiceMemory(options.polyphony, players: groups.count, why: "one per channel group")
         var units: [SoundFontUnit] = []
         do {
             // FluidSynth shares one copy of the sample data between its synths.
@@ -263,6 +264,9 @@ public enum GraphBuilder {
             throw RigError("--stems: this file plays notes on \(stemChannels.count) channels; Spinet renders stems for at most 64")
         }
         let unitCount = count()
+        let players = stemChannels.reduce(0) { n, c in n + (synthChannels.contains(c) ? 0 : max(1, lanes.filter { $0.channel == c }.count)) }
+        try checkVoiceMemory(settings.soundFont.polyphony, players: players,
+                             why: players == stemChannels.count ? "one per stem" : "for \(stemChannels.count) stems, a busy one split")
         var config = settings.engine
         config.ports = ports
         config.offlineRenderThreads = min(settings.renderThreads, max(1, unitCount))
@@ -322,6 +326,12 @@ public enum GraphBuilder {
         let queue = engine.addInput(capacity: inputCapacity)
         return EngineGraph(settings: built, engine: engine, soundFonts: units, soundFontSlot: nil, synth: synth,
                            synthInEngine: !synths.isEmpty, synthChannels: synthChannels, inputs: [queue], stemChannels: stemChannels)
+    }
+
+    /// Refuses, before any player exists, a polyphony whose voices would
+    /// take more memory on `players` players than `VoiceMemory.budget`.
+    public static func checkVoiceMemory(_ polyphony: Int, players: Int, why: String) throws(RigError) {
+        if let problem = VoiceMemory.problem(polyphony: polyphony, players: players, why: why) { throw RigError(problem) }
     }
 
     /// Applies `--channel` values to `synth`; returns the channels that play

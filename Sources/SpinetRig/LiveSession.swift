@@ -273,6 +273,8 @@ public final class LiveSession {
             usleep(UInt32(Double(frames) / sampleRate * 1e6) + 2_000)
         }
         device.stop(drain: false)
+        // (a device may fail while it stops: a JACK client libjack would not close)
+        failure = failure ?? device.failure
         midi?.stop()
         status.finish()
         let elapsed = monotonicSeconds() - start

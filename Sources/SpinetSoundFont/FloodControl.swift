@@ -62,7 +62,15 @@ final class FloodControl {
     let noteVoices: UnsafeMutablePointer<Int32>
     let mono: UnsafeMutablePointer<Bool>
 
+    /// Backlog entries per channel, and those without one (System Reset,
+    /// SysEx): a release may overtake the backlog when none of them is on
+    /// its channel (`mayOvertake`).
+    let waitingOn: UnsafeMutablePointer<Int32>
+    var waitingGlobal = 0
+
     let dropped = Atomic<Int>(0)
+    /// Messages that waited in the backlog (passed on at a later block).
+    let delayed = Atomic<Int>(0)
 
     init(channels: Int, polyphony: Int) {
         self.channels = channels
@@ -87,6 +95,8 @@ final class FloodControl {
         noteVoices.initialize(repeating: 1, count: channels)
         mono = .allocate(capacity: channels)
         mono.initialize(repeating: false, count: channels)
+        waitingOn = .allocate(capacity: channels)
+        waitingOn.initialize(repeating: 0, count: channels)
     }
 
     deinit {
@@ -100,6 +110,7 @@ final class FloodControl {
         voiceList.deallocate()
         noteVoices.deallocate()
         mono.deallocate()
+        waitingOn.deallocate()
     }
 
     /// The slot of a message whose value a later one supersedes: a
@@ -137,6 +148,8 @@ final class FloodControl {
         guard count < (m.isRelease ? capacity : Self.backlogLimit) else { return false }
         backlog[(head + count) % capacity] = .message(m)
         count += 1
+        if let c = m.channel { waitingOn[Int(c)] += 1 } else { waitingGlobal += 1 }
+        delayed.add(1, ordering: .relaxed)
         return true
     }
 
@@ -153,6 +166,8 @@ final class FloodControl {
         byteCount += n
         backlog[(head + count) % capacity] = .sysEx(length: n)
         count += 1
+        waitingGlobal += 1
+        delayed.add(1, ordering: .relaxed)
         return true
     }
 
@@ -168,8 +183,25 @@ final class FloodControl {
         return UnsafeBufferPointer(start: scratch, count: n)
     }
 
+    /// Whether a release may reach FluidSynth ahead of the backlog: nothing
+    /// waiting there acts on its channel, so only the order of independent
+    /// channels changes. A flood on one channel then never holds back the
+    /// note-offs of another (on its own channel they wait their turn: a
+    /// note-on of the same key may be waiting before them).
+    @inline(__always)
+    func mayOvertake(_ m: MIDIMessage) -> Bool {
+        guard m.isRelease, waitingGlobal == 0, let c = m.channel else { return false }
+        return waitingOn[Int(c)] == 0
+    }
+
     /// Removes the backlog's first entry (a SysEx's bytes go to `scratch`).
     func removeFirst() {
+        switch backlog[head] {
+        case .message(let m):
+            if let c = m.channel { waitingOn[Int(c)] -= 1 } else { waitingGlobal -= 1 }
+        case .sysEx:
+            waitingGlobal -= 1
+        }
         if case .sysEx(let n) = backlog[head] {
             var at = byteHead
             for i in 0..<n {

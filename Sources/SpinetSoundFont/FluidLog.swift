@@ -41,7 +41,14 @@ enum FluidLog {
             guard let message else { return }
             let me = UInt(pthread_self())
             if FluidLog.loadingThread.load(ordering: .relaxed) != me, let log = pthread_getspecific(FluidLog.renderKey) {
-                Unmanaged<RealtimeLog>.fromOpaque(log).takeUnretainedValue().post(message)
+                let realtimeLog = Unmanaged<RealtimeLog>.fromOpaque(log).takeUnretainedValue()
+                // FluidSynth's voice-update ring was full: updates (a
+                // note-off among them, maybe) were lost; the unit counts them
+                // (a StaticString: a literal passed as a C string allocates in an unoptimized build)
+                let ringFull: StaticString = "Ringbuffer full"
+                let prefix = UnsafeRawPointer(ringFull.utf8Start).assumingMemoryBound(to: CChar.self)
+                if strncmp(message, prefix, ringFull.utf8CodeUnitCount) == 0 { realtimeLog.losses.add(1, ordering: .relaxed) }
+                realtimeLog.post(message)
                 return
             }
             // Debug and info chatter is not for users.

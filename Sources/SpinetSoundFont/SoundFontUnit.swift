@@ -74,7 +74,9 @@ public struct SoundFontOptions: Sendable {
 /// (2) keeps an estimate of the updates it handed FluidSynth since its last
 /// block and holds what would exceed seven eighths of the ring (31/32 for
 /// releases) in a preallocated backlog, in order, handed over at the
-/// following blocks: a flood is delayed, never dropped. The engine gathers
+/// following blocks: a flood is delayed, never dropped (a release whose
+/// channel has nothing in the backlog goes ahead of it, so a flood never
+/// holds back the note-offs of another channel). The engine gathers
 /// no more events than the backlog has room for (`eventRoom`), so offline
 /// nothing is lost; live, a full backlog drops what comes, except releases,
 /// which have a reserve of their own.
@@ -607,8 +609,13 @@ public final class SoundFontUnit: InstrumentUnit {
 
     /// Messages FluidSynth could not take in time and the unit dropped
     /// (live only: offline, the engine never gives the unit more than its
-    /// backlog holds). Releases are never among them. Any thread.
-    public var droppedEvents: Int { flood.dropped.load(ordering: .relaxed) }
+    /// backlog holds; releases are never among them), and the calls whose
+    /// voice updates FluidSynth's full ring lost (its "Ringbuffer full":
+    /// the estimate below fell short; none is expected). Any thread.
+    public var droppedEvents: Int { flood.dropped.load(ordering: .relaxed) + renderLog.losses.load(ordering: .relaxed) }
+
+    /// Messages that waited in the backlog for a later block. Any thread.
+    public var delayedEvents: Int { flood.delayed.load(ordering: .relaxed) }
 
     /// Events the unit can take in the next slice without dropping any.
     public var eventRoom: Int { flood.bytesFull ? 0 : max(0, FloodControl.backlogLimit - flood.count - flood.heldCount) }
@@ -626,9 +633,11 @@ public final class SoundFontUnit: InstrumentUnit {
         }
     }
 
-    /// To FluidSynth now, or to the backlog (behind what waits there).
+    /// To FluidSynth now, or to the backlog (behind what waits there; a
+    /// release whose channel has nothing waiting goes ahead of it, see
+    /// `FloodControl.mayOvertake`).
     private func submit(_ m: MIDIMessage) {
-        if flood.count == 0 && chargeFor(m) {
+        if (flood.count == 0 || flood.mayOvertake(m)) && chargeFor(m) {
             apply(m)
         } else if !flood.append(m) {
             flood.dropped.add(1, ordering: .relaxed)
@@ -679,10 +688,12 @@ public final class SoundFontUnit: InstrumentUnit {
     /// follow fluid_synth.c and fluid_voice.c of FluidSynth 2.3 and were
     /// measured with the bundled font: a voice started is 48 updates (50
     /// counted, for a voice stolen to make room costs one more, 52 with the
-    /// release of the key's previous note), plus on a drum channel 3 for
-    /// each voice of the same exclusive class (killed: a closed hi-hat
-    /// kills every hi-hat still sounding, so a hi-hat flood costs more with
-    /// every note; 3 counted for every voice on the channel), a note-off
+    /// release of the key's previous note), plus, on any channel, one for
+    /// each voice of the same key still sounding (FluidSynth releases every
+    /// one again, those already in their release too: a flood of one key
+    /// costs more with every note) and 3 for each voice of the same
+    /// exclusive class (killed: a closed hi-hat kills every hi-hat still
+    /// sounding); 4 counted for every voice on the channel. A note-off
     /// one per voice of the key, a controller one per voice for
     /// each generator its modulators reach (1 for volume, expression,
     /// modulation, pitch bend and pressure, 2 for pan; 2 and 3 counted, for
@@ -694,8 +705,7 @@ public final class SoundFontUnit: InstrumentUnit {
         switch m {
         case .noteOn(let c, _, let v) where v > 0:
             let k = Int(flood.noteVoices[Int(c)])
-            let drums = Int(c) % 16 == 9
-            return charge(fixed: 52 * k, channel: Int(c), perVoice: drums ? 3 : 0, release: false)
+            return charge(fixed: 52 * k, channel: Int(c), perVoice: 4, release: false)
         case .noteOn(let c, _, _), .noteOff(let c, _, _):
             let k = Int(flood.noteVoices[Int(c)])
             return charge(fixed: flood.mono[Int(c)] ? 51 * k : k, channel: Int(c), perVoice: 0, release: true)

@@ -121,6 +121,11 @@ struct Play: ParsableCommand {
     @Option(name: .customLong("duration"), help: .hidden)
     var duration: Double?
 
+    /// Seconds a JACK open, activation or close may take before libjack
+    /// counts as stuck and play ends (see `JACKLibrary.bounded`).
+    @Option(name: .customLong("jack-deadline"), help: .hidden)
+    var jackDeadline = JACKLibrary.defaultDeadline
+
     func run() throws {
         try reportingFailures(play)
     }
@@ -146,6 +151,8 @@ struct Play: ParsableCommand {
         guard (0...99).contains(priority) else { throw Failure("--priority \(priority) is out of range; use 1 to 99, or 0 for none") }
         guard (0...1000).contains(safety) else { throw Failure("--safety \(safety) is out of range; use 0 to 1000 ms") }
         guard (1...65535).contains(polyphony) else { throw Failure("--polyphony \(polyphony) is out of range; use 1 to 65535") }
+        // Two players at once: a SoundFont switched while playing loads beside the one playing.
+        try orFailure { try GraphBuilder.checkVoiceMemory(polyphony, players: 2, why: "the one playing, and a switched SoundFont's loading beside it") }
         guard MIDIClockTempo.range.contains(tempo) else {
             throw Failure("--tempo \(tempo) is out of range; use \(Int(MIDIClockTempo.range.lowerBound)) to \(Int(MIDIClockTempo.range.upperBound)) bpm")
         }
@@ -153,6 +160,8 @@ struct Play: ParsableCommand {
         let midiSource = midi ?? (driver == "jack" ? "jack" : "alsa")
         guard ["alsa", "jack"].contains(midiSource) else { throw Failure("--midi \(midiSource) is not known; use alsa or jack") }
         guard midiSource == "alsa" || driver == "jack" else { throw Failure("--midi jack needs --driver jack (JACK MIDI comes with the JACK client)") }
+        // (an ALSA sequencer client takes any name but an empty one)
+        if driver == "jack" || name.isEmpty, let problem = JACKClient.Configuration.nameProblem(name) { throw Failure(problem) }
         let jackConnection = try orFailure { try JACKConnect(parsing: jackConnect) }
         try Render.checkGain(gain)
         if self.soundFonts.isEmpty { try Render.checkConfigFonts(settings) }
@@ -205,6 +214,7 @@ struct Play: ParsableCommand {
             jackConfig.name = name
             jackConfig.midiPorts = midiSource == "jack" ? ports : 0
             jackConfig.connect = jackConnection
+            jackConfig.callDeadline = jackDeadline
             let client = try orFailure { try JACKClient(jackConfig, graph: nil) }
             output = client
             midiInput = midiSource == "jack" ? JACKMIDIInput(client) : sequencer.map { JACKNoticesAlongside($0, client) }

@@ -643,6 +643,7 @@ struct Render: ParsableCommand {
         return "Rendered \(clock(music)) of music + " + formatted("%.1f s tail", tail) + capped
             + formatted(" in %.2f s (%.1fx real time)", seconds, speed)
             + "; peak \(peak), \(r.peakVoices) voices at most, \(r.droppedEvents) events dropped"
+            + (r.delayedEvents > 0 ? ", \(r.delayedEvents) delayed by a flood" : "")
             + (r.skippedSysEx > 0 ? ", \(r.skippedSysEx) SysEx \(r.skippedSysEx == 1 ? "message" : "messages") over 64 KB skipped" : "")
             + (loudness.map { formatted("; loudness %.1f LUFS, %+.1f dB to %.1f LUFS", $0.measured, $0.gainDB, $0.output) } ?? "")
             + " -> \(dest)"

@@ -154,6 +154,31 @@ struct JACKClientTests {
         #expect(delays == offsets.map { _ in spinet.latencyFrames })
     }
 
+    /// The server goes away after the client opened and before it is
+    /// activated (while a host loads its SoundFont): starting is not an
+    /// error; the client waits for the server, as for one lost later, and
+    /// comes back with its ports, connected as configured.
+    @Test func aServerLostWhileStartingIsWaitedFor() throws {
+        let server = JACKTestServer()
+        try server.start()
+        let spinet = try JACKClient(spinetConfiguration(server, connect: .auto), graph: sawGraph())
+        defer { spinet.stop() }
+        server.stop()
+        try spinet.start()
+        #expect(waitFor(5) { spinet.isWaitingForServer })
+        #expect(spinet.failure == nil)
+        try server.start()
+        #expect(waitFor(10) { !spinet.isWaitingForServer })
+        #expect(waitFor(2) { (try? JACKPorts.list(server: server.name))?.first { $0.name == "Spinet:out_R" }?.connections.isEmpty == false })
+        let ports = try JACKPorts.list(server: server.name)
+        #expect(ports.first { $0.name == "Spinet:out_L" }?.connections == ["system:playback_1"])
+        #expect(ports.first { $0.name == "Spinet:out_R" }?.connections == ["system:playback_2"])
+        #expect(ports.contains { $0.name == "Spinet:midi_in" && $0.isMIDI && $0.isInput })
+        #expect(spinet.takeNotices().contains { $0.hasPrefix("the JACK server is back") })
+        let delays = try onsetDelays(server: server, offsets: [0, 64])
+        #expect(delays == [spinet.latencyFrames, spinet.latencyFrames])
+    }
+
     /// A note held when the server went away is released when it is back:
     /// the output decays to silence instead of droning on.
     @Test func heldNotesAreReleasedWhenTheServerComesBack() throws {

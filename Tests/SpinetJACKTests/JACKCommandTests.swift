@@ -70,6 +70,94 @@ struct JACKCommandTests {
         #expect((try? JACKPorts.list(server: name)) == nil, "a server '\(name)' still answers")
     }
 
+    /// A client name JACK cannot take (empty, longer than
+    /// jack_client_name_size() allows, with the ':' of port names) is one
+    /// line before any work: no server is needed to hear it (the one named
+    /// does not exist).
+    @Test(arguments: ["", "a:b", String(repeating: "n", count: 65)])
+    func anInvalidNameIsRefusedBeforeAnyWork(name: String) throws {
+        let (p, log) = try Self.play(["--name", name], server: "spinet-no-such-server-\(getpid())")
+        p.waitUntilExit()
+        let text = try String(contentsOf: log, encoding: .utf8)
+        try? FileManager.default.removeItem(at: log)
+        #expect(p.terminationStatus == 1)
+        #expect(text.hasPrefix("spinet: --name ") && text.hasSuffix("\n") && text.filter { $0 == "\n" }.count == 1, "\(text)")
+    }
+
+    /// Runs `arguments` (play with a 2 s libjack deadline) and, once its
+    /// ports are connected, `then`; returns play's status, output, and the
+    /// seconds from the end of `then` to its exit (at most 20).
+    static func playUntilExit(_ arguments: [String], server: JACKTestServer, waitForPorts: Bool = true,
+                              then: (Process) throws -> Void) throws -> (status: Int32?, text: String, seconds: Double) {
+        let (p, log) = try play(["--channel", "all=synth:saw", "--dry", "--jack-deadline", "2"] + arguments, server: server.name)
+        defer { try? FileManager.default.removeItem(at: log) }
+        if waitForPorts {
+            #expect(waitFor(20) { (try? JACKPorts.list(server: server.name))?.first { $0.name == "Spinet:out_R" }?.connections.isEmpty == false })
+            usleep(200_000)
+        }
+        try then(p)
+        let t0 = Date()
+        let ended = waitFor(20) { !p.isRunning }
+        let seconds = Date().timeIntervalSince(t0)
+        if !ended { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
+        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        return (ended ? p.terminationStatus : nil, text, seconds)
+    }
+
+    /// A server that does not answer (stopped) while play opens its client:
+    /// libjack's open never returns; play ends after its deadline with one
+    /// line and status 1 instead of hanging.
+    @Test func aServerThatDoesNotAnswerAtStartIsOneLineNotAHang() throws {
+        let server = JACKTestServer()
+        try server.start()
+        server.freeze()
+        defer { server.stop() }
+        let r = try Self.playUntilExit([], server: server, waitForPorts: false) { _ in }
+        print("spinet play against a frozen server: exit \(String(describing: r.status)) after \(r.seconds) s: \(r.text)")
+        #expect(r.status == 1)
+        #expect(r.seconds < 10)
+        #expect(r.text.hasPrefix("spinet: libjack did not return from opening the JACK client 'Spinet' within its deadline"), "\(r.text)")
+        #expect(r.text.filter { $0 == "\n" }.count == 1, "\(r.text)")
+    }
+
+    /// Ctrl-C while the server does not answer: libjack's deactivation and
+    /// close never return; play still ends, with one line and status 1.
+    @Test func ctrlCWithAServerThatDoesNotAnswerStillEnds() throws {
+        let server = JACKTestServer()
+        try server.start()
+        defer { server.stop() }
+        let r = try Self.playUntilExit([], server: server) { p in
+            server.freeze()
+            usleep(100_000)
+            kill(p.processIdentifier, SIGINT)
+        }
+        print("spinet play, Ctrl-C with a frozen server: exit \(String(describing: r.status)) after \(r.seconds) s")
+        #expect(r.status == 1)
+        #expect(r.seconds < 10)
+        #expect(r.text.contains("spinet: libjack did not return from closing the JACK client 'Spinet' within its deadline"), "\(r.text)")
+    }
+
+    /// The server goes away, and the one that comes back does not answer:
+    /// the reconnecting open never returns; play ends after its deadline
+    /// with one line and status 1 instead of waiting forever.
+    @Test func aServerThatComesBackWithoutAnsweringIsOneLineNotAHang() throws {
+        let server = JACKTestServer()
+        try server.start()
+        defer { server.stop() }
+        var frozen = false
+        let r = try Self.playUntilExit([], server: server) { _ in
+            server.stop()
+            usleep(300_000)
+            frozen = try server.startFrozen()
+        }
+        #expect(frozen, "jackd's socket did not appear")
+        print("spinet play, server back but frozen: exit \(String(describing: r.status)) after \(r.seconds) s")
+        #expect(r.status == 1)
+        #expect(r.seconds < 10)
+        #expect(r.text.contains("the JACK server went away"), "\(r.text)")
+        #expect(r.text.contains("spinet: libjack did not return from opening the JACK client 'Spinet' within its deadline"), "\(r.text)")
+    }
+
     @Test func withoutAServerItIsOneLineAndStatus1() throws {
         let (p, log) = try Self.play([], server: "spinet-no-such-server-\(getpid())")
         p.waitUntilExit()

@@ -105,6 +105,9 @@ struct JACKPipeWireTests {
         defer { try? FileManager.default.removeItem(at: log); unlink(take) }
         func hasPorts() -> Bool { (try? JACKPorts.list(server: fake.name))?.contains { $0.name == "Spinet:midi_in" } == true }
         #expect(waitFor(20) { hasPorts() })
+        // the ports exist from the client's open; play reads them once it
+        // runs (after its SoundFont loaded), which it says
+        #expect(waitFor(20) { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("MIDI: JACK input") })
         usleep(300_000)
         let offsets = [0, 1, 37, 63, 64, 100, 127, 200, 255]
         let before = try onsetDelays(server: fake, offsets: offsets, tag: "-a")

@@ -92,6 +92,50 @@ final class JACKTestServer {
         throw JACKError("jackd did not start; see \(log)")
     }
 
+    /// The jackd process (a child of the watching shell), 0 when none.
+    var jackdPID: pid_t {
+        guard pid > 0, let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8) else { return 0 }
+        return text.split(separator: " ").first.flatMap { pid_t(String($0)) } ?? 0
+    }
+
+    /// Stops (SIGSTOP) or continues (SIGCONT) jackd: a server that no longer
+    /// answers, so that every libjack call to it waits.
+    func freeze() { if case let j = jackdPID, j > 0 { kill(j, SIGSTOP) } }
+    func thaw() { if case let j = jackdPID, j > 0 { kill(j, SIGCONT) } }
+
+    /// Starts jackd again under its name and freezes it the moment its
+    /// socket exists, before it answers anyone: a client opening then
+    /// connects and waits for a reply that never comes. Returns false when
+    /// the socket did not appear within 10 s.
+    func startFrozen(rate: Int = 48000, period: Int = 128) throws -> Bool {
+        precondition(pid == 0 && !name.isEmpty, "start it normally first")
+        let socket = "/dev/shm/jack_\(name)_\(getuid())_0"
+        unlink(socket)
+        var environment = ProcessInfo.processInfo.environment
+        environment["JACK_NO_AUDIO_RESERVATION"] = "1"
+        environment["JACK_DEFAULT_SERVER"] = name
+        let arguments = [Self.jackd!, "-n", name, "--no-realtime", "-S", "-t", "5000", "-d", "dummy", "-r", "\(rate)", "-p", "\(period)"]
+        // stopped by this process when it dies (see `start`), even frozen
+        let watch = """
+            end() { kill -CONT $j 2>/dev/null; kill $j 2>/dev/null; sleep 0.5; kill -9 $j 2>/dev/null; wait $j; exit 0; }
+            trap end TERM
+            "$@" & j=$!
+            while kill -0 \(getpid()) 2>/dev/null && kill -0 $j 2>/dev/null; do sleep 0.2 & wait $!; done
+            end
+            """
+        pid = try spawn(["/bin/sh", "-c", watch, "jackd"] + arguments, environment: environment, output: log)
+        let deadline = Date().addingTimeInterval(10)
+        var st = stat()
+        while Date() < deadline {
+            if jackdPID > 0, stat(socket, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK {
+                freeze()
+                return true
+            }
+            usleep(500)
+        }
+        return false
+    }
+
     private func waitUntilReady(seconds: Double) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
@@ -106,6 +150,7 @@ final class JACKTestServer {
     /// SIGTERM (then SIGKILL after 5 s), and waits for the process to end.
     func stop() {
         guard pid > 0 else { return }
+        thaw()      // a frozen jackd would not end on SIGTERM
         let began = Date()
         kill(pid, SIGTERM)
         var status: Int32 = 0

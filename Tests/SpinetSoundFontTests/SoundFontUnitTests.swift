@@ -13,9 +13,11 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 let bundledFont = repositoryRoot.appendingPathComponent("SoundFonts/sf_GMbank.sf2").path
 
 /// Renders a schedule through the engine with one SoundFont unit, offline.
-func renderWithSoundFont(_ schedule: MIDISchedule, font: String = bundledFont, fluidEffects: Bool = false) throws -> (left: [Float], right: [Float]) {
+func renderWithSoundFont(_ schedule: MIDISchedule, font: String = bundledFont, fluidEffects: Bool = false,
+                         polyphony: Int = 256) throws -> (left: [Float], right: [Float]) {
     var options = SoundFontOptions()
     options.fluidEffects = fluidEffects
+    options.polyphony = polyphony
     let unit = try SoundFontUnit(fonts: [font], sampleRate: Double(schedule.sampleRate), options: options)
     let (engine, queue) = EngineHarness.make(unit, sampleRate: Double(schedule.sampleRate), maxFrames: OfflineRenderer.Options().blockFrames)
     let renderer = OfflineRenderer(engine: engine, queue: queue, schedule: schedule)
