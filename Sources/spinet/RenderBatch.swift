@@ -178,6 +178,8 @@ extension Render {
                            settings: settings, force: force, redo: dataset.skipExisting, inUse: inUse, report: report,
                            notesDirectory: notesDirectory, stemsDirectory: stemsDirectory)
         let start = DispatchTime.now()
+        // The renders start: a signal from here on asks them to stop (see `run`).
+        ProcessSignals.stopImmediately.store(false, ordering: .relaxed)
         let group = DispatchGroup()
         var threads: [NativeThread] = []
         for slot in 0..<workers {
