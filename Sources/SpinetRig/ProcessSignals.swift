@@ -18,12 +18,23 @@ public enum ProcessSignals {
     public static let firstStop = Atomic<Int32>(0)
     /// Set by SIGHUP under `spinet play`: reload the SoundFont.
     public static let reloadRequested = Atomic<Bool>(false)
-    /// While set, a stopping signal ends the process at once: it removes
-    /// every temporary file, says "interrupted" and exits with 128 + the
-    /// signal. For the phases with no work of their own to stop (reading the
-    /// options, the inputs, the fonts; a read from a FIFO or standard input
-    /// that waits for a writer): a restarted read would wait on forever.
+    /// While set (`stoppingAtOnce`), a stopping signal ends the process at
+    /// once: it removes every temporary file, says "interrupted" and exits
+    /// with 128 + the signal. For a read that may wait for a writer (an input
+    /// from a FIFO or standard input), which a restarted read would do forever.
     public static let stopImmediately = Atomic<Bool>(false)
+
+    /// A stop was asked for before `stoppingAtOnce` began.
+    public struct Stopped: Error {}
+
+    /// Runs `body` (a read that may block) so that a stopping signal ends the
+    /// process at once rather than wait for the read to end.
+    public static func stoppingAtOnce<T>(_ body: () throws -> T) throws -> T {
+        stopImmediately.store(true, ordering: .relaxed)
+        defer { stopImmediately.store(false, ordering: .relaxed) }
+        if stopRequested.load(ordering: .relaxed) { throw Stopped() }
+        return try body()
+    }
     /// The line the handler writes then (made before any signal can come).
     nonisolated(unsafe) private static var immediateMessage = UnsafeMutableBufferPointer<UInt8>(start: nil, count: 0)
 

@@ -106,10 +106,6 @@ struct Render: ParsableCommand {
     func run() throws {
         // Before any file is made: from here on a stopping signal only asks the work to stop.
         ProcessSignals.installStopHandlers()
-        // Until the audio work starts, a signal ends the process at once
-        // (a read of the inputs may wait on a FIFO); from then on it asks the
-        // work to stop, and the work removes what it made.
-        ProcessSignals.stopImmediately.store(true, ordering: .relaxed)
         try reportingFailures {
             guard !inputs.isEmpty || dataset.from != nil else {
                 throw Failure("no input; name MIDI files (or - for standard input), or a list of them with --from LIST")
@@ -290,8 +286,9 @@ struct Render: ParsableCommand {
         let notes = outputs.file(.notes)
         let rate = s.rate
         // 1. The MIDI file.
+        // (a FIFO or standard input may keep the read waiting: a signal ends it at once)
         let file = try orFailure("\(input == "-" ? "standard input" : input): ") {
-            try input == "-" ? MIDIFile(fileDescriptor: STDIN_FILENO) : MIDIFile(path: input)
+            try ProcessSignals.stoppingAtOnce { try input == "-" ? MIDIFile(fileDescriptor: STDIN_FILENO) : MIDIFile(path: input) }
         }
         let input = input == "-" ? "standard input" : input
         let schedule = file.schedule(sampleRate: rate)
@@ -333,8 +330,6 @@ struct Render: ParsableCommand {
         if announceSoundFont { for w in units.first?.fontWarnings ?? [] { log("spinet: warning: \(w)") } }
         let engine = graph.engine, queue = graph.inputs[0], synth = graph.synth, synthChannels = graph.synthChannels
         let renderer = OfflineRenderer(engine: engine, queue: queue, schedule: schedule)
-        // The audio work starts: a signal from here on asks it to stop (see `run`).
-        ProcessSignals.stopImmediately.store(false, ordering: .relaxed)
         engine.prepare(sampleRate: Double(rate), maxFrames: renderer.options.blockFrames)
 
         let writer = try orFailure {

@@ -25,7 +25,11 @@ extension Render {
         // 1. Options.
         var settings = try settings(batch: true)
         // The inputs: those named, and those of --from, then this job's shard of them.
-        let named = try dataset.inputs(named: self.inputs)
+        // (--from - may keep the read waiting: a signal ends it at once)
+        let named: [String]
+        do { named = try ProcessSignals.stoppingAtOnce { try dataset.inputs(named: self.inputs) } } catch is ProcessSignals.Stopped {
+            throw Self.interruptedFailure()
+        }
         let inputs = try dataset.shard.map { try $0.pick(named) } ?? named
         if output == "-" {
             throw Failure("-o - streams a single render; with several inputs, name a directory for the outputs: -o DIR/")
@@ -178,8 +182,6 @@ extension Render {
                            settings: settings, force: force, redo: dataset.skipExisting, inUse: inUse, report: report,
                            notesDirectory: notesDirectory, stemsDirectory: stemsDirectory)
         let start = DispatchTime.now()
-        // The renders start: a signal from here on asks them to stop (see `run`).
-        ProcessSignals.stopImmediately.store(false, ordering: .relaxed)
         let group = DispatchGroup()
         var threads: [NativeThread] = []
         for slot in 0..<workers {
