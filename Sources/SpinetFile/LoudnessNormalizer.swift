@@ -12,6 +12,16 @@ import SpinetEngine
 /// measured again; where the limiter took loudness away, the gain is raised
 /// by what is missing and the playback repeats (at most `maxPasses`). Only
 /// the last playback goes to the output. Everything is deterministic.
+///
+/// Each playback is measured at the render's own level (the limiter's
+/// output divided by the gain), and the gain added to what is measured.
+/// Integrated loudness gates its 400 ms blocks at -70 LUFS: measured after
+/// the gain, a quiet target (-60, -70) would gate away the blocks the gain
+/// took below -70, read louder than it is (a mean of the blocks left) and
+/// push the gain further down, pass after pass, as though the limiter had
+/// taken loudness. Measured at the render's level, the gating is the
+/// render's, a gain alone changes the loudness by exactly that gain, and
+/// only what the limiter takes away shows as missing.
 public final class LoudnessNormalizer {
     public let sampleRate: Int
     public let target: Double
@@ -42,6 +52,9 @@ public final class LoudnessNormalizer {
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public var description: String
     }
+
+    /// `shouldStop` said stop (a signal) during a playback.
+    public struct Interrupted: Error, Sendable {}
 
     public init(sampleRate: Int, target: Double, ceilingDBFS: Double = -1, stems: Int = 0) throws(Failure) {
         self.sampleRate = sampleRate
@@ -113,7 +126,8 @@ public final class LoudnessNormalizer {
     /// Plays the spool back at the target loudness into `sink`.
     /// `stemSink` gets each stem's frames, as many as the mix's, with the
     /// same gain and, frame for frame, the same limiter gain.
-    public func finish(sink: Sink, stemSink: StemSink? = nil) throws -> Result {
+    /// `shouldStop` is asked every chunk: a stop throws `Interrupted`.
+    public func finish(sink: Sink, stemSink: StemSink? = nil, shouldStop: () -> Bool = { false }) throws -> Result {
         let measured = measuredLoudness
         guard measured.isFinite else {
             throw Failure(description: "--normalize: the render has no loudness to measure (it is silent or shorter than 0.4 s)")
@@ -124,7 +138,7 @@ public final class LoudnessNormalizer {
         // Measuring passes: only the loudness is kept.
         while passes < Self.maxPasses - 1 {
             passes += 1
-            output = try play(gainDB: gain, sink: nil)
+            output = try play(gainDB: gain, sink: nil, shouldStop: shouldStop)
             let missing = target - output
             if abs(missing) <= Self.tolerance { break }
             gain += missing
@@ -134,14 +148,15 @@ public final class LoudnessNormalizer {
         let noStems: StemSink = { _, _, _, _ in }
         output = try withoutActuallyEscaping(sink) { sink in
             try withoutActuallyEscaping(stemSink ?? noStems) { stems in
-                try play(gainDB: gain, sink: sink, stemSink: stemSink == nil ? nil : stems)
+                try play(gainDB: gain, sink: sink, stemSink: stemSink == nil ? nil : stems, shouldStop: shouldStop)
             }
         }
         return Result(measured: measured, output: output, gainDB: gain, passes: passes)
     }
 
-    /// One playback of the spool through the gain and the limiter; returns its loudness.
-    private func play(gainDB: Double, sink: Sink?, stemSink: StemSink? = nil) throws -> Double {
+    /// One playback of the spool through the gain and the limiter; returns
+    /// its loudness: measured at the render's level, plus the gain (see the type).
+    private func play(gainDB: Double, sink: Sink?, stemSink: StemSink? = nil, shouldStop: () -> Bool) throws -> Double {
         guard fseeko(spool, 0, SEEK_SET) == 0 else {
             throw Failure(description: "--normalize: cannot read the temporary file back")
         }
@@ -167,7 +182,9 @@ public final class LoudnessNormalizer {
         var stemDelay = [Float](repeating: 0, count: 2 * lookahead * stemCount)
         var stemLeft = [Float](repeating: 0, count: n), stemRight = [Float](repeating: 0, count: n)
         var stemPosition = 0
+        let unscale = 1 / g
         while remaining > 0 || flush > 0 {
+            if shouldStop() { throw Interrupted() }
             var m: Int
             let reading = remaining > 0
             if remaining > 0 {
@@ -217,7 +234,7 @@ public final class LoudnessNormalizer {
                 stemPosition = (stemPosition + m) % lookahead
             }
             guard k > 0 else { continue }
-            for i in 0..<k { out[2 * i] = left[drop + i]; out[2 * i + 1] = right[drop + i] }
+            for i in 0..<k { out[2 * i] = left[drop + i] * unscale; out[2 * i + 1] = right[drop + i] * unscale }
             out.withUnsafeBufferPointer { _ = ebur128_add_frames_float(state, $0.baseAddress, k) }
             if let sink {
                 try left.withUnsafeBufferPointer { l in
@@ -227,6 +244,6 @@ public final class LoudnessNormalizer {
         }
         var loudness = -Double.infinity
         _ = ebur128_loudness_global(state, &loudness)
-        return loudness
+        return loudness + gainDB
     }
 }

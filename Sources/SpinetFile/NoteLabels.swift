@@ -175,9 +175,12 @@ public struct NoteLabeler {
         return out
     }
 
-    /// A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180).
-    static func csvField(_ s: String) -> String {
-        guard s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return s }
+    /// A CSV field, quoted when it holds a comma, a quote or any control
+    /// character (RFC 4180: a line break inside quotes is part of the field).
+    /// Looked at by Unicode scalars: "\r\n" is one Character, equal to
+    /// neither "\r" nor "\n".
+    public static func csvField(_ s: String) -> String {
+        guard s.unicodeScalars.contains(where: { $0 == "," || $0 == "\"" || isControlCharacter($0) }) else { return s }
         return "\"" + s.replacing("\"", with: "\"\"") + "\""
     }
 }

@@ -15,6 +15,31 @@ public struct FileInUse: Sendable {
     }
 }
 
+/// The files a render reads, indexed by device and inode: a batch's
+/// thousands of inputs are looked up once per output, not scanned.
+public struct FilesInUse: Sendable {
+    struct Inode: Hashable, Sendable {
+        var device: UInt64
+        var inode: UInt64
+        init(_ st: stat) {
+            device = UInt64(st.st_dev)
+            inode = UInt64(st.st_ino)
+        }
+    }
+    private var byInode: [Inode: FileInUse] = [:]
+
+    /// Each file that exists now (a missing one cannot be replaced by an output).
+    public init(_ files: [FileInUse]) {
+        for file in files {
+            var st = stat()
+            if stat(file.path, &st) == 0, byInode[Inode(st)] == nil { byInode[Inode(st)] = file }
+        }
+    }
+
+    /// The file in use that `st` describes, if any.
+    public func file(_ st: stat) -> FileInUse? { byInode[Inode(st)] }
+}
+
 /// Where a render goes, and how it gets there without damaging anything else:
 ///
 /// - a regular file (or a new name): a temporary file beside it, renamed
@@ -60,7 +85,7 @@ public final class OutputFile {
     /// Whether this object opened `fileDescriptor` (and closes it).
     private let ownsDescriptor: Bool
     /// Where the signal handler finds `writePath` (nil: not registered).
-    private var pendingSlot: Int?
+    private var pendingSlot: UnsafeMutablePointer<PendingPaths.Node>?
 
     /// What a target is, checked before any work (see `check`).
     public struct Check: Sendable {
@@ -80,12 +105,17 @@ public final class OutputFile {
     /// Classifies `target` and refuses what may not be written: a directory,
     /// a socket, a block device or other special file, an unresolvable link,
     /// or the same file as one in `inUse`. It does not look at --force.
-    public static func check(_ target: String, inUse: [FileInUse] = []) throws(AudioFileError) -> Check {
+    public static func check(_ target: String, inUse: [FileInUse] = [], option: String = "-o") throws(AudioFileError) -> Check {
+        try check(target, inUse: FilesInUse(inUse), option: option)
+    }
+
+    /// `check`, against files in use already indexed (a batch's inputs).
+    public static func check(_ target: String, inUse: FilesInUse, option: String = "-o") throws(AudioFileError) -> Check {
         var st = stat()
         if stat(target, &st) == 0 {
             switch st.st_mode & S_IFMT {
             case S_IFREG:
-                try refuseSameFile(target, st, inUse)
+                try refuseSameFile(target, st, inUse, option: option)
                 var resolved = target
                 var lst = stat()
                 if lstat(target, &lst) == 0 && (lst.st_mode & S_IFMT) == S_IFLNK, let real = realpath(target, nil) {
@@ -95,23 +125,23 @@ public final class OutputFile {
                 return Check(state: .existingFile, destination: resolved)
             case S_IFCHR: return Check(state: .device(fifo: false), destination: target)
             case S_IFIFO: return Check(state: .device(fifo: true), destination: target)
-            case S_IFDIR: throw AudioFileError(description: "\(target) is a directory; name an output file with -o")
-            case S_IFSOCK: throw AudioFileError(description: "\(target) is a socket; Spinet does not write into sockets or replace them; choose another -o (or -o - and a pipe)")
-            case S_IFBLK: throw AudioFileError(description: "\(target) is a block device; Spinet does not write to or replace a disk; choose another -o")
-            default: throw AudioFileError(description: "\(target) is not a regular file; Spinet does not replace it; choose another -o")
+            case S_IFDIR: throw AudioFileError(description: "\(target) is a directory; name an output file with \(option)")
+            case S_IFSOCK: throw AudioFileError(description: "\(target) is a socket; Spinet does not write into sockets or replace them; choose another \(option)")
+            case S_IFBLK: throw AudioFileError(description: "\(target) is a block device; Spinet does not write to or replace a disk; choose another \(option)")
+            default: throw AudioFileError(description: "\(target) is not a regular file; Spinet does not replace it; choose another \(option)")
             }
         }
         let why = errno
         guard why == ENOENT else {
-            if why == ELOOP { throw AudioFileError(description: "\(target): too many levels of symbolic links; choose another -o") }
+            if why == ELOOP { throw AudioFileError(description: "\(target): too many levels of symbolic links; choose another \(option)") }
             throw AudioFileError(description: "cannot write \(target): \(String(cString: strerror(why)))")
         }
         // Nothing there; a dangling symbolic link names the file to create.
-        return Check(state: .absent, destination: try followDanglingLinks(target))
+        return Check(state: .absent, destination: try followDanglingLinks(target, option: option))
     }
 
     /// The path a chain of links ending nowhere points to (`target` itself when it is no link).
-    private static func followDanglingLinks(_ target: String) throws(AudioFileError) -> String {
+    private static func followDanglingLinks(_ target: String, option: String) throws(AudioFileError) -> String {
         var path = target
         for _ in 0..<40 {
             var st = stat()
@@ -122,17 +152,14 @@ public final class OutputFile {
             let link = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
             path = link.hasPrefix("/") ? link : URL(fileURLWithPath: path).deletingLastPathComponent().path + "/" + link
         }
-        throw AudioFileError(description: "\(target): too many levels of symbolic links; choose another -o")
+        throw AudioFileError(description: "\(target): too many levels of symbolic links; choose another \(option)")
     }
 
     /// Refuses an output that is the same file (st_dev and st_ino) as one the render reads.
-    private static func refuseSameFile(_ target: String, _ st: stat, _ inUse: [FileInUse]) throws(AudioFileError) {
-        for file in inUse {
-            var other = stat()
-            if stat(file.path, &other) == 0 && other.st_dev == st.st_dev && other.st_ino == st.st_ino {
-                let also = file.path == target ? "" : " (\(file.path))"
-                throw AudioFileError(description: "\(target) is \(file.role)\(also); the render would replace it; choose another -o")
-            }
+    static func refuseSameFile(_ target: String, _ st: stat, _ inUse: FilesInUse, option: String = "-o") throws(AudioFileError) {
+        if let file = inUse.file(st) {
+            let also = file.path == target ? "" : " (\(file.path))"
+            throw AudioFileError(description: "\(target) is \(file.role)\(also); the render would replace it; choose another \(option)")
         }
     }
 
@@ -141,7 +168,13 @@ public final class OutputFile {
     /// cannot seek (a pipe, FIFO or terminal). A device or FIFO is opened
     /// here (opening a FIFO waits for its reader, as `>` does); for a file,
     /// a temporary file is made beside the destination.
-    public init(target: String, force: Bool, format: AudioFileFormat? = nil, inUse: [FileInUse] = []) throws(AudioFileError) {
+    public convenience init(target: String, force: Bool, format: AudioFileFormat? = nil, inUse: [FileInUse] = []) throws(AudioFileError) {
+        try self.init(target: target, force: force, format: format, inUse: FilesInUse(inUse))
+    }
+
+    /// `init`, against files in use already indexed; `option` names the
+    /// target in messages (-o, --notes, --stems).
+    public init(target: String, force: Bool, format: AudioFileFormat? = nil, inUse: FilesInUse, option: String = "-o") throws(AudioFileError) {
         self.target = target
         self.force = force
         if target == "-" {
@@ -153,14 +186,14 @@ public final class OutputFile {
             isSeekable = lseek(STDOUT_FILENO, 0, SEEK_CUR) >= 0
             var st = stat()
             if fstat(STDOUT_FILENO, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG {
-                try Self.refuseSameFile("standard output", st, inUse)
+                try Self.refuseSameFile("standard output", st, inUse, option: option)
             }
             if let format, format != .wav, !isSeekable {
-                throw AudioFileError(description: "only WAV can be streamed to a pipe; use --format wav with -o -")
+                throw AudioFileError(description: "only WAV can be streamed to a pipe; use --format wav with \(option) -")
             }
             return
         }
-        let check = try Self.check(target, inUse: inUse)
+        let check = try Self.check(target, inUse: inUse, option: option)
         switch check.state {
         case .device(let fifo):
             if fifo, let format, format != .wav {
@@ -207,7 +240,7 @@ public final class OutputFile {
             throw AudioFileError(description: "cannot write \(target): directory \(dir) does not exist")
         }
         // mkstemp both proves the directory is writable and reserves a unique name.
-        var template = Array("\(dir)/.\(base).spinet-XXXXXX".utf8CString)
+        var template = Array("\(dir)/\(Self.temporaryName(base))".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         if fd < 0 {
             throw AudioFileError(description: "cannot write \(target): \(String(cString: strerror(errno))) in \(dir)")
@@ -220,6 +253,20 @@ public final class OutputFile {
     deinit {
         if !finished { discard() }
         if ownsDescriptor, let fd = fileDescriptor { Glibc.close(fd) }
+    }
+
+    /// The longest file name (NAME_MAX on Linux file systems).
+    public static let nameMax = 255
+
+    /// The temporary file's name beside `base`: `.BASE.spinet-XXXXXX`, BASE
+    /// cut (on a character boundary) so the name never passes `nameMax`
+    /// bytes whatever the length of the final name.
+    public static func temporaryName(_ base: String) -> String {
+        let suffix = ".spinet-XXXXXX"
+        let room = nameMax - 1 - suffix.utf8.count
+        var kept = Substring(base)
+        while kept.utf8.count > room { kept.removeLast() }
+        return "." + kept + suffix
     }
 
     /// Moves the finished file into place. Without --force it never replaces
@@ -292,8 +339,8 @@ public final class OutputFile {
         return unsafeBitCast(symbol, to: RenameAt2.self)
     }()
 
-    /// How many temporary files at once the signal handler can remove.
-    public static let maxPending = PendingPaths.slots
+    /// How many temporary files are pending now (none has a fixed limit).
+    public static var pendingCount: Int { PendingPaths.count }
 
     /// Async-signal-safe: unlinks every temporary file still pending.
     public static func unlinkPendingFromSignalHandler() {
@@ -301,55 +348,82 @@ public final class OutputFile {
     }
 }
 
-/// The paths of temporary files not yet committed or discarded, in a fixed
-/// table a signal handler can read: a bitmask of slots in use and one
-/// PATH_MAX buffer per slot, allocated once and never moved or freed. A path
-/// is copied in before its bit is set and its bit is cleared before the slot
-/// is reused, so the handler never reads a half-written path. More renders
-/// at once than there are slots go unregistered (their normal cleanup still
-/// runs); `spinet render --jobs` is capped at that number.
+/// The paths of temporary files not yet committed or discarded, where a
+/// signal handler can read them: a list of nodes that only grows, each with
+/// its own path buffer and state. A node is allocated (off the signal path)
+/// when every node is in use, pushed onto the list with a compare-and-swap,
+/// and never moved or freed; a released node is reused. A path is copied in
+/// before its node is published and unpublished before the node is reused,
+/// so the handler never reads a half-written path. There is no fixed limit:
+/// as many temporary files as are open at once (stems x notes x jobs) are
+/// all removed by a signal.
 enum PendingPaths {
-    static let slots = 64
-    static let slotBytes = Int(PATH_MAX)
-    /// Slots holding a path the handler may unlink.
-    private static let published = Atomic<UInt64>(0)
-    /// Slots taken (a superset of `published`): claimed before the copy.
-    private static let taken = Atomic<UInt64>(0)
-    nonisolated(unsafe) private static let buffers: UnsafeMutablePointer<CChar> = {
-        let p = UnsafeMutablePointer<CChar>.allocate(capacity: slots * slotBytes)
-        p.initialize(repeating: 0, count: slots * slotBytes)
-        return p
-    }()
+    /// One temporary file's entry. `state`: 0 free, 1 being filled, 2 published.
+    struct Node: ~Copyable {
+        let state = Atomic<Int>(0)
+        /// The node pushed before this one (set before this one is published, never changed).
+        var next: UnsafeMutablePointer<Node>?
+        /// PATH_MAX bytes, NUL-terminated.
+        let path: UnsafeMutablePointer<CChar>
+    }
+    static let pathBytes = Int(PATH_MAX)
+    /// The last node pushed (its address), 0 for none.
+    private static let head = Atomic<UInt>(0)
 
-    /// Records `path`; returns its slot, or nil when the table is full or the path too long.
-    static func claim(_ path: String) -> Int? {
-        let bytes = Array(path.utf8CString)
-        guard bytes.count <= slotBytes else { return nil }
-        let base = buffers
-        while true {
-            let current = taken.load(ordering: .acquiring)
-            guard current != UInt64.max else { return nil }
-            let slot = (~current).trailingZeroBitCount
-            let (exchanged, _) = taken.compareExchange(expected: current, desired: current | (1 << slot), ordering: .acquiringAndReleasing)
-            guard exchanged else { continue }
-            bytes.withUnsafeBufferPointer { (base + slot * slotBytes).update(from: $0.baseAddress!, count: $0.count) }
-            published.bitwiseOr(1 << slot, ordering: .releasing)
-            return slot
-        }
+    private static func node(_ address: UInt) -> UnsafeMutablePointer<Node>? {
+        UnsafeMutablePointer<Node>(bitPattern: address)
     }
 
-    static func release(_ slot: Int?) {
-        guard let slot else { return }
-        published.bitwiseAnd(~(1 << slot), ordering: .releasing)
-        taken.bitwiseAnd(~(1 << slot), ordering: .releasing)
+    /// Records `path`; returns its node, or nil when the path is too long for unlink.
+    static func claim(_ path: String) -> UnsafeMutablePointer<Node>? {
+        let bytes = Array(path.utf8CString)
+        guard bytes.count <= pathBytes else { return nil }
+        var taken: UnsafeMutablePointer<Node>?
+        var p = node(head.load(ordering: .acquiring))
+        while let n = p {
+            if n.pointee.state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged { taken = n; break }
+            p = n.pointee.next
+        }
+        if taken == nil {
+            let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: pathBytes)
+            buffer.initialize(repeating: 0, count: pathBytes)
+            let n = UnsafeMutablePointer<Node>.allocate(capacity: 1)
+            n.initialize(to: Node(next: nil, path: buffer))
+            n.pointee.state.store(1, ordering: .relaxed)
+            while true {
+                let current = head.load(ordering: .acquiring)
+                n.pointee.next = node(current)
+                if head.compareExchange(expected: current, desired: UInt(bitPattern: n), ordering: .acquiringAndReleasing).exchanged { break }
+            }
+            taken = n
+        }
+        let n = taken!
+        bytes.withUnsafeBufferPointer { n.pointee.path.update(from: $0.baseAddress!, count: $0.count) }
+        n.pointee.state.store(2, ordering: .releasing)
+        return n
+    }
+
+    static func release(_ entry: UnsafeMutablePointer<Node>?) {
+        entry?.pointee.state.store(0, ordering: .releasing)
+    }
+
+    /// How many temporary files are recorded now (for tests).
+    static var count: Int {
+        var total = 0
+        var p = node(head.load(ordering: .acquiring))
+        while let n = p {
+            if n.pointee.state.load(ordering: .acquiring) == 2 { total += 1 }
+            p = n.pointee.next
+        }
+        return total
     }
 
     /// Async-signal-safe (no allocation, no lock): unlinks every published path.
     static func unlinkAll() {
-        let mask = published.load(ordering: .acquiring)
-        guard mask != 0 else { return }
-        for slot in 0..<slots where mask & (1 << slot) != 0 {
-            unlink(buffers + slot * slotBytes)
+        var p = node(head.load(ordering: .acquiring))
+        while let n = p {
+            if n.pointee.state.load(ordering: .acquiring) == 2 { unlink(n.pointee.path) }
+            p = n.pointee.next
         }
     }
 }

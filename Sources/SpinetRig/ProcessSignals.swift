@@ -18,6 +18,25 @@ public enum ProcessSignals {
     public static let firstStop = Atomic<Int32>(0)
     /// Set by SIGHUP under `spinet play`: reload the SoundFont.
     public static let reloadRequested = Atomic<Bool>(false)
+    /// While set (`stoppingAtOnce`), a stopping signal ends the process at
+    /// once: it removes every temporary file, says "interrupted" and exits
+    /// with 128 + the signal. For a read that may wait for a writer (an input
+    /// from a FIFO or standard input), which a restarted read would do forever.
+    public static let stopImmediately = Atomic<Bool>(false)
+
+    /// A stop was asked for before `stoppingAtOnce` began.
+    public struct Stopped: Error {}
+
+    /// Runs `body` (a read that may block) so that a stopping signal ends the
+    /// process at once rather than wait for the read to end.
+    public static func stoppingAtOnce<T>(_ body: () throws -> T) throws -> T {
+        stopImmediately.store(true, ordering: .relaxed)
+        defer { stopImmediately.store(false, ordering: .relaxed) }
+        if stopRequested.load(ordering: .relaxed) { throw Stopped() }
+        return try body()
+    }
+    /// The line the handler writes then (made before any signal can come).
+    nonisolated(unsafe) private static var immediateMessage = UnsafeMutableBufferPointer<UInt8>(start: nil, count: 0)
 
     /// The signals that stop Spinet: each asks the work to stop and clean up
     /// (a render removes its temporary files; play fades out), and the exit
@@ -52,10 +71,22 @@ public enum ProcessSignals {
         // Globals are initialized on first use: do it here, not in the handler.
         _ = stopRequested.load(ordering: .relaxed)
         _ = firstStop.load(ordering: .relaxed)
+        _ = stopImmediately.load(ordering: .relaxed)
+        if immediateMessage.baseAddress == nil {
+            let text = Array("spinet: interrupted; no output written\n".utf8)
+            immediateMessage = .allocate(capacity: text.count)
+            _ = immediateMessage.initialize(from: text)
+        }
         let signals = stopping.map(\.signal).filter { hangUp || $0 != SIGHUP }
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { sig in
             _ = ProcessSignals.firstStop.compareExchange(expected: 0, desired: sig, ordering: .relaxed)
+            if ProcessSignals.stopImmediately.load(ordering: .relaxed) {
+                OutputFile.unlinkPendingFromSignalHandler()
+                let message = ProcessSignals.immediateMessage
+                _ = write(STDERR_FILENO, message.baseAddress, message.count)
+                _exit(128 + ProcessSignals.firstStop.load(ordering: .relaxed))
+            }
             if ProcessSignals.stopRequested.exchange(true, ordering: .relaxed) {
                 OutputFile.unlinkPendingFromSignalHandler()
                 _exit(128 + ProcessSignals.firstStop.load(ordering: .relaxed))

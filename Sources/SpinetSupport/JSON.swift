@@ -268,7 +268,10 @@ public func formatNumber(_ x: Double) -> String {
     return String(x)
 }
 
-/// Writes a JSON string literal.
+/// Writes a JSON string literal: every control character escaped (C0,
+/// DEL, C1, and the line and paragraph separators U+2028/U+2029), so a
+/// value stays on its line of a JSON Lines file whatever it holds. Every
+/// writer of JSON text (reports, notes, presets, plugin state) uses it.
 public func jsonQuoted(_ s: String) -> String {
     var out = "\""
     for u in s.unicodeScalars {
@@ -279,7 +282,7 @@ public func jsonQuoted(_ s: String) -> String {
         case "\t": out += "\\t"
         case "\r": out += "\\r"
         default:
-            if u.value < 0x20 {
+            if isControlCharacter(u) {
                 let hex = String(u.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             } else {
@@ -288,4 +291,10 @@ public func jsonQuoted(_ s: String) -> String {
         }
     }
     return out + "\""
+}
+
+/// A control character: C0 (below 0x20), DEL, C1 (0x80-0x9F), or the line
+/// and paragraph separators (U+2028, U+2029), which some readers take as line breaks.
+public func isControlCharacter(_ u: Unicode.Scalar) -> Bool {
+    u.value < 0x20 || (0x7F...0x9F).contains(u.value) || u.value == 0x2028 || u.value == 0x2029
 }

@@ -101,15 +101,22 @@ public func isDirectory(_ path: String) -> Bool? {
     return (st.st_mode & S_IFMT) == S_IFDIR
 }
 
+/// Writes all of `bytes` to `fd`, again after a short write or EINTR.
+/// Returns 0, or the errno of the write that failed (ENOSPC on a full disk).
+@discardableResult
+public func writeFully(_ fd: Int32, _ bytes: [UInt8]) -> Int32 {
+    var done = 0
+    while done < bytes.count {
+        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+        if n > 0 { done += n } else if n < 0 && errno == EINTR { continue } else { return n < 0 ? errno : EIO }
+    }
+    return 0
+}
+
 /// Writes `text` to standard error, all of it (unbuffered: status lines
 /// and errors appear at once).
 public func writeStandardError(_ text: String) {
-    var bytes = Array(text.utf8)
-    var done = 0
-    while done < bytes.count {
-        let n = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress! + done, $0.count - done) }
-        if n > 0 { done += n } else if n < 0 && errno == EINTR { continue } else { return }
-    }
+    writeFully(STDERR_FILENO, Array(text.utf8))
 }
 
 /// `message` with every control character it echoes (a key named "x\ny" in

@@ -16,13 +16,13 @@ struct DatasetOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Render only the K-th of N disjoint parts of the inputs (K from 0 to N-1); the parts depend only on the set of input paths, so N jobs given the same list cover every file once.", valueName: "K/N"))
     var shard: Shard?
 
-    @Flag(name: .customLong("skip-existing"), help: "Skip an input whose output exists (a render is renamed into place only when finished, so an existing output is complete): resumes a batch.")
+    @Flag(name: .customLong("skip-existing"), help: "Skip an input whose output exists (the mix is renamed into place last, after its stems and notes, so an existing output is complete): resumes a batch. An input without its mix is rendered again, replacing the stems and notes a stopped run left; the report is written anew.")
     var skipExisting = false
 
-    @Option(help: ArgumentHelp("Write one JSON object per input (JSON Lines): input, outputs, status, error, music length, render time, peak, voices, stems (their file names).", valueName: "file.jsonl"))
+    @Option(help: ArgumentHelp("Write one JSON object per input (JSON Lines), as each file ends: input, outputs, status, error, music length, render time, peak, voices, stems (their file names). - writes standard output.", valueName: "file.jsonl"))
     var report: String?
 
-    @Option(help: ArgumentHelp("Write one row per note: where it sounds in the output (frames and seconds), channel, key, velocity, program, bank, instrument; CSV, or JSON when FILE ends in .json. In batch mode, a directory: DIR/NAME.csv per input.", valueName: "file"))
+    @Option(help: ArgumentHelp("Write one row per note: where it sounds in the output (frames and seconds), channel, key, velocity, program, bank, instrument; CSV, or JSON when FILE ends in .json; - writes CSV to standard output. In batch mode, a directory: DIR/NAME.csv per input.", valueName: "file"))
     var notes: String?
 
     @Option(help: ArgumentHelp("Also write one file per channel that plays notes into DIR (created if missing): NN-Instrument.EXT (two-digit channel, 2.NN- on port 2, the channel's first instrument), in the format of the mix, and together they add up to the mix: each carries its own share of reverb, chorus and delay, and the limiter's gain on the mix. Muted channels get none. In batch mode, DIR/NAME/ per input. Needs Spinet's effects (not --effects fluidsynth).", valueName: "dir"))
@@ -138,22 +138,56 @@ struct Shard: ExpressibleByArgument, Equatable, Sendable {
 
 /// The JSON Lines report of a batch: one object per input, appended (and
 /// written out) as each file ends, so a batch that is killed leaves the
-/// lines of the files it finished. Thread-safe.
+/// lines of the files it finished. Its target is checked before any work
+/// with the batch's other outputs (`OutputTransaction.plan`); it is opened
+/// once the output folders exist. `-` is standard output. A write error
+/// (a full disk, /dev/full) is kept and reported by `finish`, which makes
+/// the batch's exit status non-zero. Thread-safe.
 final class BatchReport: Sendable {
     let path: String
-    private let fd: Mutex<Int32>
+    private struct State {
+        var fd: Int32
+        /// The errno of the first write that failed, 0 for none.
+        var error: Int32 = 0
+        /// Lines not written after it.
+        var lost = 0
+        var closed = false
+    }
+    private let state: Mutex<State>
 
-    init(path: String) throws {
+    /// Opens the report: a new file (an existing one only where `replace`:
+    /// --force, or --skip-existing, whose run writes its report anew), a
+    /// device or FIFO written through, or standard output.
+    init(path: String, replace: Bool) throws {
         self.path = path
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+        var st = stat()
+        let device = stat(path, &st) == 0 && (st.st_mode & S_IFMT) != S_IFREG   // checked: a device or FIFO
+        let fd = path == "-" ? STDOUT_FILENO
+            : device ? open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC)
+            : open(path, O_WRONLY | O_CREAT | O_NOCTTY | O_CLOEXEC | (replace ? O_TRUNC : O_EXCL), 0o666)
         guard fd >= 0 else {
             throw Failure("--report \(path): \(String(cString: strerror(errno)))")
         }
-        self.fd = Mutex(fd)
+        self.state = Mutex(State(fd: fd))
     }
 
     deinit {
-        fd.withLock { _ = close($0) }
+        state.withLock { s in if !s.closed && s.fd != STDOUT_FILENO { _ = close(s.fd) } }
+    }
+
+    /// Flushes and closes the report; the error to report (nil: every line written).
+    func finish() -> String? {
+        state.withLock { s in
+            guard !s.closed else { return nil }
+            s.closed = true
+            var st = stat()
+            if s.error == 0 && fstat(s.fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG && fsync(s.fd) != 0 { s.error = errno }
+            if s.fd != STDOUT_FILENO && close(s.fd) != 0 && s.error == 0 { s.error = errno }
+            guard s.error != 0 else { return nil }
+            let name = path == "-" ? "standard output" : path
+            let lost = s.lost > 0 ? " (\(s.lost) more \(s.lost == 1 ? "line" : "lines") not written)" : ""
+            return "--report \(name): writing failed: \(String(cString: strerror(s.error)))\(lost); the report is incomplete"
+        }
     }
 
     func add(input: String, outputs: [String], status: String, error: String? = nil, render: FileRender? = nil, stems: [String] = []) {
@@ -177,12 +211,9 @@ final class BatchReport: Sendable {
         }
         fields.append("\"stems\": [" + stems.map(jsonQuoted).joined(separator: ", ") + "]")
         let line = Array(("{" + fields.joined(separator: ", ") + "}\n").utf8)
-        fd.withLock { fd in
-            var done = 0
-            while done < line.count {
-                let n = line.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
-                if n > 0 { done += n } else if n < 0 && errno == EINTR { continue } else { return }
-            }
+        state.withLock { s in
+            guard s.error == 0 else { s.lost += 1; return }
+            s.error = writeFully(s.fd, line)
         }
     }
 }

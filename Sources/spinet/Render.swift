@@ -78,8 +78,8 @@ struct Render: ParsableCommand {
     /// Render threads for one file when --threads is not given (outside batch mode).
     static var defaultThreads: Int { min(ProcessInfo.processInfo.activeProcessorCount, partitions) }
 
-    /// Each file of a batch being rendered holds one temporary output file.
-    static let maxJobs = OutputFile.maxPending
+    /// The most files a batch renders at once.
+    static let maxJobs = 64
 
     @Option(name: .customLong("channel"), help: ArgumentHelp("Which instrument a channel plays: N=synth[:PRESET] or N=soundfont (N 1-16, PORT.N, or all); repeatable. A Bank Select of 126 with a Program Change in the file also picks Spinet's synth.", valueName: "assignment"))
     var channelAssignments: [String] = []
@@ -160,7 +160,8 @@ struct Render: ParsableCommand {
         s.chorus = fx.chorus
         s.delay = fx.delay
         s.equalizer = fx.equalizer
-        if dataset.stems != nil {
+        if let stems = dataset.stems {
+            if stems == "-" { throw Failure("--stems - : stems are files in a directory; name one with --stems DIR") }
             if fx.fluidEffects {
                 throw Failure("--stems needs Spinet's effects: FluidSynth's own reverb and chorus run on its internal mix, which no stem has; use --effects spinet (or drop --effects fluidsynth)")
             }
@@ -234,25 +235,18 @@ struct Render: ParsableCommand {
             throw Failure("cannot tell the audio format of \(target) from its extension; use .wav, .flac, .ogg, .aiff or .mp3, or pass --format")
         }
         try orFailure { try AudioFileWriter.validate(format: container, sampleFormat: settings.sampleFormat, sampleRate: settings.rate) }
-        let out = try orFailure {
-            try OutputFile(target: target, force: force, format: container,
-                           inUse: [FileInUse(path: input, role: "the MIDI file being rendered")] + settings.filesInUse
-                               + Self.defaultFontInUse(settings))
-        }
-        var notes: OutputFile?
-        if let path = dataset.notes {
-            do {
-                notes = try OutputFile(target: path, force: force,
-                                       inUse: [FileInUse(path: input, role: "the MIDI file being rendered")] + settings.filesInUse
-                                           + Self.defaultFontInUse(settings))
-            } catch { throw Failure("--notes: " + error.description) }
+        // Every output of the render, checked together before any work (the
+        // stems once their names are known), and committed together.
+        let outputs = OutputTransaction(force: force, inUse: FilesInUse([FileInUse(path: input, role: "the MIDI file being rendered")]
+                                                                         + settings.filesInUse + Self.defaultFontInUse(settings)))
+        try orFailure {
+            try outputs.plan(target, option: "-o", role: .mix, format: container)
+            if let path = dataset.notes { try outputs.plan(path, option: "--notes", role: .notes) }
+            try outputs.begin()
         }
         let bar = ProgressBar(enabled: !quiet && isatty(STDERR_FILENO) == 1)
-        let stems = dataset.stems.map {
-            StemOutputs(directory: $0, force: force,
-                        inUse: [FileInUse(path: input, role: "the MIDI file being rendered")] + settings.filesInUse + Self.defaultFontInUse(settings))
-        }
-        let result = try Self.renderFile(input, to: out, format: container, settings: settings, notes: notes, stems: stems,
+        let stems = dataset.stems.map { StemOutputs(directory: $0, replace: false) }
+        let result = try Self.renderFile(input, outputs: outputs, format: container, settings: settings, stems: stems,
                                          announceSoundFont: true, progress: bar, log: printError)
         if !quiet {
             printError(Self.summary(result.report, seconds: result.seconds, target: target, loudness: result.loudness) + result.note)
@@ -262,14 +256,39 @@ struct Render: ParsableCommand {
     /// Renders one MIDI file to one output: the work of `spinet render` for a
     /// single file and for each file of a batch, so both give the same bytes.
     /// Throws a `Failure`; `log` prints warnings and notes (one line each).
-    /// `notes`: where the note labels go (`--notes`), committed with the audio.
-    static func renderFile(_ input: String, to out: OutputFile, format container: AudioFileFormat, settings s: RenderSettings,
-                           notes: OutputFile? = nil, stems stemRequest: StemOutputs? = nil,
+    /// `outputs`: the mix (and the notes, `--notes`) planned and begun; the
+    /// stems are planned here, once their names are known, and all of them
+    /// are committed together (see `OutputTransaction`). Whatever fails or
+    /// is stopped leaves none of them.
+    static func renderFile(_ input: String, outputs: OutputTransaction, format container: AudioFileFormat, settings s: RenderSettings,
+                           stems stemRequest: StemOutputs? = nil,
                            announceSoundFont: Bool, progress: RenderProgress, log: (String) -> Void) throws -> FileRender {
+        do {
+            return try renderFileOnce(input, outputs: outputs, format: container, settings: s, stems: stemRequest,
+                                      announceSoundFont: announceSoundFont, progress: progress, log: log)
+        } catch {
+            outputs.discard()
+            // A signal in any phase (reading, rendering, the second pass, the commit) ends as an interruption.
+            if ProcessSignals.stopRequested.load(ordering: .relaxed) { throw interruptedFailure() }
+            throw error
+        }
+    }
+
+    /// "interrupted; no output written", with 128 + the signal as the status.
+    static func interruptedFailure() -> Failure {
+        Failure("\(ProcessSignals.interruptDescription()); no output written", status: ProcessSignals.exitStatus())
+    }
+
+    private static func renderFileOnce(_ input: String, outputs: OutputTransaction, format container: AudioFileFormat, settings s: RenderSettings,
+                                       stems stemRequest: StemOutputs?,
+                                       announceSoundFont: Bool, progress: RenderProgress, log: (String) -> Void) throws -> FileRender {
+        let out = outputs.file(.mix)!
+        let notes = outputs.file(.notes)
         let rate = s.rate
         // 1. The MIDI file.
+        // (a FIFO or standard input may keep the read waiting: a signal ends it at once)
         let file = try orFailure("\(input == "-" ? "standard input" : input): ") {
-            try input == "-" ? MIDIFile(fileDescriptor: STDIN_FILENO) : MIDIFile(path: input)
+            try ProcessSignals.stoppingAtOnce { try input == "-" ? MIDIFile(fileDescriptor: STDIN_FILENO) : MIDIFile(path: input) }
         }
         let input = input == "-" ? "standard input" : input
         let schedule = file.schedule(sampleRate: rate)
@@ -321,27 +340,19 @@ struct Render: ParsableCommand {
         // --stems: one file per stem channel, each through its own temporary file.
         let labeler = Self.noteLabeler(settings: s, fonts: fonts, synth: synth, synthChannels: synthChannels)
         var stemNames: [String] = []
-        var stemFiles: [OutputFile] = []
         var stemWriters: [AudioFileWriter] = []
         if let stemRequest {
             stemNames = Self.stemNames(graph.stemChannels, labels: labeler.labels(schedule), extension: container.rawValue)
-            do {
-                try Self.makeDirectory(stemRequest.directory)
+            try orFailure {
                 for name in stemNames {
-                    let file = try orFailure("--stems: ") {
-                        try OutputFile(target: stemRequest.directory + "/" + name, force: stemRequest.force, format: container,
-                                       inUse: stemRequest.inUse)
-                    }
-                    stemFiles.append(file)
-                    stemWriters.append(try orFailure {
-                        try AudioFileWriter(path: file.writePath, fileDescriptor: file.fileDescriptor, format: container,
-                                            sampleFormat: s.sampleFormat, sampleRate: rate, rf64: rf64, name: file.displayName)
-                    })
+                    try outputs.plan(stemRequest.directory + "/" + name, option: "--stems", role: .stem, format: container,
+                                     replace: stemRequest.replace)
                 }
-            } catch {
-                out.discard()
-                for f in stemFiles { f.discard() }
-                throw error
+                try outputs.begin()
+                for file in outputs.files(.stem) {
+                    stemWriters.append(try AudioFileWriter(path: file.writePath, fileDescriptor: file.fileDescriptor, format: container,
+                                                           sampleFormat: s.sampleFormat, sampleRate: rate, rf64: rf64, name: file.displayName))
+                }
             }
         }
         // A stem may pass full scale where the stems cancel in the mix: in 16
@@ -360,9 +371,9 @@ struct Render: ParsableCommand {
         // --normalize: the render goes to a spool first, the output once its loudness is known.
         let normalizer: LoudnessNormalizer?
         do { normalizer = try s.normalize.map { try LoudnessNormalizer(sampleRate: rate, target: $0, stems: stemWriters.count) } } catch {
-            out.discard()
             throw Failure("\(error)")
         }
+        let shouldStop = { ProcessSignals.stopRequested.load(ordering: .relaxed) }
         do {
             report = try renderer.run(
                 sink: { l, r, n in
@@ -372,15 +383,14 @@ struct Render: ParsableCommand {
                     if let normalizer { try normalizer.appendStem(i, left: l, right: r, frames: n) } else { try writeStem(i, l, r, n) }
                 },
                 progress: { progress.update($0) },
-                shouldStop: { ProcessSignals.stopRequested.load(ordering: .relaxed) })
+                shouldStop: shouldStop)
         } catch let e as AudioFileError {
             progress.finish()
-            out.discard()
+            outputs.discard()
             if writer.readerClosed { throw Failure("", status: 0) }   // e.g. `| head -c 100`
             throw Failure(e.description)
         } catch let e as LoudnessNormalizer.Failure {
             progress.finish()
-            out.discard()
             throw Failure(e.description)
         }
         progress.finish()
@@ -389,14 +399,10 @@ struct Render: ParsableCommand {
             log("spinet: FluidSynth: \(line)")
         }
         // (a signal after the last block still stops it: the exit status says so)
-        if report.interrupted || ProcessSignals.stopRequested.load(ordering: .relaxed) {
-            out.discard()
-            throw Failure("\(ProcessSignals.interruptDescription()); no output written", status: ProcessSignals.exitStatus())
-        }
+        if report.interrupted || shouldStop() { throw interruptedFailure() }
         // Silent means inaudible, not exactly 0: below the renderer's silence
         // threshold (-90 dBFS, the 16-bit LSB); effects can leave a residue far below it.
         if report.peakDBFS < renderer.options.silenceDBFS {
-            out.discard()
             throw Failure("the render of \(input) is silent (no SoundFont preset for its programs, or every volume at 0); no output written")
         }
         var loudness: LoudnessNormalizer.Result?
@@ -406,15 +412,16 @@ struct Render: ParsableCommand {
                 loudness = try normalizer.finish(sink: { l, r, n in
                     for i in 0..<n { peak = max(peak, abs(l[i]), abs(r[i])) }
                     try writer.write(left: l, right: r, frames: n)
-                }, stemSink: stemWriters.isEmpty ? nil : writeStem)
+                }, stemSink: stemWriters.isEmpty ? nil : writeStem, shouldStop: shouldStop)
                 report.peak = peak
                 if let l = loudness, abs(l.output - normalizer.target) > 0.1, !s.quiet {
                     log("spinet: warning: \(input): --normalize " + formatted("%g", normalizer.target)
                         + formatted(": the limiter's ceiling holds this render at %.1f LUFS (%+.1f dB of gain)", l.output, l.gainDB))
                 }
                 seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+            } catch is LoudnessNormalizer.Interrupted {
+                throw interruptedFailure()
             } catch {
-                out.discard()
                 throw (error as? Failure) ?? Failure("\(error)")
             }
         }
@@ -424,7 +431,6 @@ struct Render: ParsableCommand {
                     + " (it cancels against other stems in the mix) and clips in \(s.sampleFormat.rawValue) bits; use --bits 32f, or a lower --gain")
             }
         }
-        var committedStems: [String] = []
         do {
             try writer.close()
             for w in stemWriters { try w.close() }
@@ -435,20 +441,13 @@ struct Render: ParsableCommand {
                 let text = NoteLabeler.text(labeler.labels(schedule), sampleRate: rate,
                                             json: notes.target.lowercased().hasSuffix(".json"),
                                             stem: { n in n.sounded ? stemOf[n.port * 16 + n.channel - 1] ?? "" : "" })
-                try Self.writeText(text, to: notes)
+                try orFailure("--notes: ") { try notes.writeText(text) }
             }
-            // the stems first: a mix in place means its stems are complete (--skip-existing)
-            for f in stemFiles {
-                try f.commit()
-                committedStems.append(f.target)
-            }
-            try out.commit()
-            try notes?.commit()
+            // the stems, the notes, the mix last: see OutputTransaction
+            try outputs.commit(shouldStop: shouldStop)
+        } catch is OutputTransaction.Interrupted {
+            throw interruptedFailure()
         } catch {
-            out.discard()
-            notes?.discard()
-            for f in stemFiles { f.discard() }
-            for path in committedStems { unlink(path) }   // never some stems without the rest
             throw (error as? Failure) ?? Failure("\(error)")
         }
         return FileRender(report: report, seconds: seconds, loudness: loudness,
@@ -500,18 +499,6 @@ struct Render: ParsableCommand {
         while out.hasPrefix(".") { out.removeFirst() }
         while out.utf8.count > 100 { out.removeLast() }
         return out.isEmpty ? "Channel" : out
-    }
-
-    /// Writes a small text file's temporary file (committed by the caller).
-    static func writeText(_ text: String, to file: OutputFile) throws {
-        let bytes = Array(text.utf8)
-        guard let f = fopen(file.writePath, "wb") else {
-            throw Failure("cannot write \(file.target): \(String(cString: strerror(errno)))")
-        }
-        let written = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, f) }
-        if fclose(f) != 0 || written != bytes.count {
-            throw Failure("writing \(file.target) failed: \(String(cString: strerror(errno)))")
-        }
     }
 
     /// `--mute`/`--solo` against the channels that play notes in this file:
@@ -727,8 +714,9 @@ struct FileRender: Sendable {
 /// Where `--stems` writes one file's stems.
 struct StemOutputs: Sendable {
     var directory: String
-    var force: Bool
-    var inUse: [FileInUse]
+    /// Replace existing stems even without --force: --skip-existing redoes
+    /// an input whose mix is missing, and the stems a stopped commit left.
+    var replace: Bool
 }
 
 /// Follows one file's render: `start` once its length is known, `update`

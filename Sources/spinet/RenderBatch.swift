@@ -25,9 +25,12 @@ extension Render {
         // 1. Options.
         var settings = try settings(batch: true)
         // The inputs: those named, and those of --from, then this job's shard of them.
-        let named = try dataset.inputs(named: self.inputs)
+        // (--from - may keep the read waiting: a signal ends it at once)
+        let named: [String]
+        do { named = try ProcessSignals.stoppingAtOnce { try dataset.inputs(named: self.inputs) } } catch is ProcessSignals.Stopped {
+            throw Self.interruptedFailure()
+        }
         let inputs = try dataset.shard.map { try $0.pick(named) } ?? named
-        let report = try dataset.report.map { try BatchReport(path: $0) }
         if output == "-" {
             throw Failure("-o - streams a single render; with several inputs, name a directory for the outputs: -o DIR/")
         }
@@ -44,6 +47,12 @@ extension Render {
         let jobCount = jobs ?? ProcessInfo.processInfo.activeProcessorCount
         guard (1...Self.maxJobs).contains(jobCount) else {
             throw Failure("--jobs \(jobCount) is out of range; use 1 to \(Self.maxJobs)")
+        }
+        if dataset.notes == "-" {
+            throw Failure("--notes - : in batch mode --notes names a directory (DIR/NAME.csv per input), not standard output")
+        }
+        if dataset.skipExisting && force {
+            throw Failure("--skip-existing keeps existing outputs and --force replaces them; drop one of them")
         }
 
         // 2. Where each output goes: each name is made from its input's, so
@@ -76,35 +85,47 @@ extension Render {
             }
             owners[key] = input
         }
-        // No output may be a file the batch reads, a directory, a socket or a
-        // disk; a device or FIFO is written through (see `OutputFile`).
-        let inUse = inputs.map { FileInUse(path: $0, role: "a MIDI file of this batch") } + settings.filesInUse
+        // No output may be a file the batch reads (a MIDI file, a font, the
+        // preset, config or --from list), a directory, a socket or a disk; a
+        // device or FIFO is written through (see `OutputFile`).
+        let inUse = FilesInUse(inputs.map { FileInUse(path: $0, role: "a MIDI file of this batch") } + settings.filesInUse
             + Self.defaultFontInUse(settings)
+            + [dataset.from.flatMap { $0 == "-" ? nil : FileInUse(path: $0, role: "the --from list of this batch") }].compactMap { $0 })
         var existing: [String] = []
-        for target in targets {
+        // --skip-existing: an output that is there is complete (the mix is
+        // renamed into place last, after its stems and notes: see
+        // `OutputTransaction`), so its input is skipped; that is no error.
+        var skipped = Set<Int>()
+        for (i, target) in targets.enumerated() {
             let check: OutputFile.Check
             do { check = try OutputFile.check(target, inUse: inUse) } catch {
                 if isDirectory(target) == true { throw Failure("\(target) is a directory; the render of a file cannot replace it") }
                 throw Failure(error.description)
             }
-            if check.state == .existingFile { existing.append(target) }
-        }
-        // --skip-existing: an output that is there is complete (each render
-        // is renamed into place only when it has finished), so its input is
-        // skipped; that is no error.
-        var skipped = Set<Int>()
-        if dataset.skipExisting {
-            guard !force else { throw Failure("--skip-existing keeps existing outputs and --force replaces them; drop one of them") }
-            let there = Set(existing)
-            for (i, target) in targets.enumerated() where there.contains(target) {
-                skipped.insert(i)
-                report?.add(input: inputs[i], outputs: [target], status: "skipped")
+            if check.state == .existingFile {
+                if dataset.skipExisting { skipped.insert(i) } else { existing.append(target) }
             }
-            existing = []
         }
         if let first = existing.first, !force {
             let more = existing.count > 1 ? " (and \(existing.count - 1) more)" : ""
             throw Failure("\(first) already exists\(more); pass --force to overwrite")
+        }
+        // Every target of the batch, checked together before any work: the
+        // report, each mix (a skipped one too: nothing else may name it)
+        // and each notes file. An input --skip-existing redoes (its mix is
+        // missing) may replace the notes and stems a stopped run left.
+        let notesDirectory = dataset.notes.map(Self.withoutTrailingSlashes)
+        let stemsDirectory = dataset.stems.map(Self.withoutTrailingSlashes)
+        let plan = OutputTransaction(force: force, inUse: inUse)
+        try orFailure {
+            if let path = dataset.report { try plan.plan(path, option: "--report", role: .report, replace: dataset.skipExisting) }
+            for (i, target) in targets.enumerated() {
+                try plan.plan(target, option: "-o", role: .mix, replace: skipped.contains(i))
+                if let notesDirectory, !skipped.contains(i) {
+                    try plan.plan(Self.notesTarget(for: inputs[i], directory: notesDirectory), option: "--notes", role: .notes,
+                                  replace: dataset.skipExisting)
+                }
+            }
         }
 
         // 3. The SoundFont(s): loaded once here, so a bad font is one error
@@ -120,15 +141,22 @@ extension Render {
         let fontHolder = try orFailure { try SoundFontUnit(fonts: fonts, sampleRate: Double(settings.rate), options: fontOptions) }
         defer { withExtendedLifetime(fontHolder) {} }
 
-        // 4. The output directories: created if missing, and proven writable.
-        if let directory { try Self.makeDirectory(directory) }
-        let notesDirectory = try dataset.notes.map(Self.writableDirectory)
-        let stemsDirectory = try dataset.stems.map(Self.writableDirectory)
+        // 4. The output directories, in order (-o, --notes, --stems, the
+        // report's): created if missing, and proven writable. Then the report.
+        try orFailure {
+            if let directory { try OutputTransaction.makeFolder(directory) }
+            if let notesDirectory { try OutputTransaction.makeFolder(notesDirectory) }
+            if let stemsDirectory { try OutputTransaction.makeFolder(stemsDirectory) }
+            try plan.makeFolders()
+        }
+        for dir in [notesDirectory, stemsDirectory].compactMap({ $0 }) { try Self.checkWritable(dir) }
         var checked = Set<String>()
         for target in targets {
             let dir = URL(fileURLWithPath: target).deletingLastPathComponent().path
             if checked.insert(dir).inserted { try Self.checkWritable(dir) }
         }
+        let report = try dataset.report.map { try BatchReport(path: $0, replace: force || dataset.skipExisting) }
+        for i in skipped.sorted() { report?.add(input: inputs[i], outputs: [targets[i]], status: "skipped") }
 
         // 5. Each file's length, for the progress display and the order: the
         // longest first, so that no long file starts last while the other
@@ -151,8 +179,8 @@ extension Render {
                                    totalSeconds: estimates.reduce(0, +), workers: workers)
         let batch = BatchState(order: order)
         let job = BatchJob(inputs: inputs, targets: targets, estimates: estimates, container: container,
-                           settings: settings, force: force, inUse: inUse, report: report, notesDirectory: notesDirectory,
-                           stemsDirectory: stemsDirectory)
+                           settings: settings, force: force, redo: dataset.skipExisting, inUse: inUse, report: report,
+                           notesDirectory: notesDirectory, stemsDirectory: stemsDirectory)
         let start = DispatchTime.now()
         let group = DispatchGroup()
         var threads: [NativeThread] = []
@@ -171,8 +199,10 @@ extension Render {
         let wall = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
 
         // 7. The outcome.
+        let reportError = report?.finish()
         let (rendered, failed, interrupted) = batch.outcome
         if interrupted {
+            if let reportError { printError("spinet: " + reportError) }
             throw Failure("\(ProcessSignals.interruptDescription()); \(rendered.count) of \(inputs.count) files were rendered in full and kept, no partial file left",
                           status: ProcessSignals.exitStatus())
         }
@@ -180,6 +210,7 @@ extension Render {
             printError(Self.batchSummary(files: inputs.count, rendered: rendered, failed: failed, skipped: skipped.count,
                                          wall: wall, jobs: workers))
         }
+        if let reportError { throw Failure(reportError) }
         if !failed.isEmpty { throw Failure("", status: 1) }
     }
 
@@ -191,25 +222,16 @@ extension Render {
         return directory == "/" ? "/" + name : directory + "/" + name
     }
 
-    /// A batch's side-output directory (--notes, --stems): without trailing
-    /// slashes, created if missing and proven writable.
-    static func writableDirectory(_ path: String) throws -> String {
+    /// A batch's side-output directory (--notes, --stems) as named, without trailing slashes.
+    static func withoutTrailingSlashes(_ path: String) -> String {
         var dir = path
         while dir.count > 1 && dir.hasSuffix("/") { dir.removeLast() }
-        try makeDirectory(dir)
-        try checkWritable(dir)
         return dir
     }
 
-    /// `mkdir -p`, with the reason in one line when it fails.
-    static func makeDirectory(_ path: String) throws {
-        var st = stat()
-        if stat(path, &st) == 0 { return }
-        let parent = parentPath(path)
-        if !parent.isEmpty && parent != path { try makeDirectory(parent) }
-        if mkdir(path, 0o777) != 0 && errno != EEXIST {
-            throw Failure("cannot create the output directory \(path): \(String(cString: strerror(errno)))")
-        }
+    /// `DIR/NAME.csv`: an input's notes file in batch mode.
+    static func notesTarget(for input: String, directory: String) -> String {
+        directory + "/" + URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + ".csv"
     }
 
     /// Creates and removes a file in `dir`, the way each render will.
@@ -269,7 +291,10 @@ struct BatchJob: Sendable {
     var container: AudioFileFormat
     var settings: RenderSettings
     var force: Bool
-    var inUse: [FileInUse]
+    /// --skip-existing: an input rendered here had no mix, so the notes and
+    /// stems a stopped run left for it are replaced.
+    var redo: Bool
+    var inUse: FilesInUse
     var report: BatchReport?
     /// `--notes DIR`: one CSV per input.
     var notesDirectory: String?
@@ -282,20 +307,23 @@ struct BatchJob: Sendable {
             let input = inputs[i]
             let progress = BatchDisplay.FileProgress(display: display, slot: slot, estimate: estimates[i])
             do {
-                let out = try orFailure { try OutputFile(target: targets[i], force: force, format: container, inUse: inUse) }
-                var notes: OutputFile?
-                if let notesDirectory {
-                    let name = URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + ".csv"
-                    notes = try orFailure { try OutputFile(target: notesDirectory + "/" + name, force: force, inUse: inUse) }
+                let outputs = OutputTransaction(force: force, inUse: inUse)
+                var notes: String?
+                try orFailure {
+                    try outputs.plan(targets[i], option: "-o", role: .mix, format: container)
+                    if let notesDirectory {
+                        notes = Render.notesTarget(for: input, directory: notesDirectory)
+                        try outputs.plan(notes!, option: "--notes", role: .notes, replace: redo)
+                    }
+                    try outputs.begin()
                 }
                 let stems = stemsDirectory.map {
-                    StemOutputs(directory: $0 + "/" + URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent,
-                                force: force, inUse: inUse)
+                    StemOutputs(directory: $0 + "/" + URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent, replace: redo)
                 }
-                let r = try Render.renderFile(input, to: out, format: container, settings: settings, notes: notes, stems: stems,
+                let r = try Render.renderFile(input, outputs: outputs, format: container, settings: settings, stems: stems,
                                               announceSoundFont: false, progress: progress, log: display.print)
                 batch.rendered(r)
-                report?.add(input: input, outputs: [targets[i]] + (notes.map { [$0.target] } ?? []), status: "rendered", render: r,
+                report?.add(input: input, outputs: [targets[i]] + (notes.map { [$0] } ?? []), status: "rendered", render: r,
                             stems: r.stems.map { stems!.directory + "/" + $0 })
                 display.fileDone(slot: slot, estimate: estimates[i])
                 if !settings.quiet {

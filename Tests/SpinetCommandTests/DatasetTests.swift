@@ -169,7 +169,7 @@ struct DatasetReadmeTests {
         let midi = dir.appendingPathComponent("midi")
         try FileManager.default.createDirectory(at: midi, withIntermediateDirectories: true)
         _ = try DatasetTests.folder(midi, count: 5)
-        try FileManager.default.createDirectory(at: dir.appendingPathComponent("renders"), withIntermediateDirectories: true)
+        // a fresh folder: no renders/ yet (-o creates it before the report is opened there)
         return (dir, Set((0..<5).map { "piece\($0).wav" }))
     }
 

@@ -73,6 +73,31 @@ struct NormalizeTests {
         }
     }
 
+    /// Quiet targets on a short note: far below the ceiling the limiter does
+    /// nothing, so each output is the render times one gain, and two targets
+    /// 40 dB apart give outputs 40 dB apart, with no warning blaming the
+    /// limiter. (Measured after the gain, the -70 LUFS gate took the quiet
+    /// output's blocks away and the gain went wrong by over 2 dB.)
+    @Test(arguments: [-70.0, -60.0, -45.0])
+    func aQuietTargetGetsExactlyItsGain(_ target: Double) throws {
+        let dir = try SpinetCommand.temporaryDirectory("normalize-quiet")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var w = MIDIFileWriter(format: 0, ticksPerQuarter: 480)
+        w.addTrack([(0, .message(.noteOn(channel: 0, key: 60, velocity: 100))), (48, .message(.noteOff(channel: 0, key: 60, velocity: 0)))])
+        let input = try write(w.bytes(), to: dir, "short.mid")
+        var peaks: [Float] = []
+        for t in [-30.0, target] {
+            let out = dir.appendingPathComponent("\(Int(t)).wav")
+            let r = try SpinetCommand.run(["render", input, "-o", out.path, "--soundfont", font, "--bits", "32f", "--normalize", "\(Int(t))"])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(!r.stderr.contains("limiter") && !r.stderr.contains("warning"), "\(r.stderr)")
+            #expect(r.stderr.contains("to \(Int(t)).0 LUFS"), "\(r.stderr)")
+            peaks.append(try Self.loudness(out).peak)
+        }
+        let apart = 20 * log10(Double(peaks[1] / peaks[0]))
+        #expect(abs(apart - (target + 30)) < 0.05, "\(apart) dB apart for targets \(target + 30) dB apart")
+    }
+
     @Test func normalizedRendersAreDeterministic() throws {
         let dir = try SpinetCommand.temporaryDirectory("normalize-same")
         let (name, bytes, extra) = Self.pieces()[1]
