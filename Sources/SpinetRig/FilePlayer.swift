@@ -260,6 +260,7 @@ public final class FilePlayer: LivePlayer {
             state.replayInitialValues { m in queue.push(EngineEvent(frame: seam, m), countingDrop: false) }
             index = (index + 1) % items.count
             load(index)
+            notices.append("playing \(items[index].name) (\(Self.clock(Double(musicEnd) / Double(rate)))), looped")
             origin = seam
             next = 0
             nextTempo = 0

@@ -51,15 +51,22 @@ struct PlayerJACKTests {
     /// Runs `spinet play --driver jack --dry ARGS` on a new server at
     /// `period` frames, records out_L and out_R with two clients until it
     /// exits, and returns the recording.
-    static func record(_ arguments: [String], period: Int = 128, seconds: Double = 30) throws -> Take {
+    /// `input`: standard input; `stop`: a signal sent that many seconds after play says it plays the first file.
+    static func record(_ arguments: [String], period: Int = 128, seconds: Double = 30, input: URL? = nil,
+                       stop: (after: Double, signal: Int32)? = nil) throws -> Take {
         let server = JACKTestServer()
         try server.start(period: period)
         let left = try JACKTestClient(name: "rec-l", server: server.name, audioIn: 1)
         let right = try JACKTestClient(name: "rec-r", server: server.name, audioIn: 1)
         left.arm(recordFrames: Int(seconds * 48000))
         right.arm(recordFrames: Int(seconds * 48000))
-        let (p, log) = try JACKCommandTests.play(["--dry", "--jack-connect", "rec-l:in_1,rec-r:in_1"] + arguments, server: server.name)
+        let (p, log) = try JACKCommandTests.play(["--dry", "--jack-connect", "rec-l:in_1,rec-r:in_1"] + arguments, server: server.name, input: input)
         defer { try? FileManager.default.removeItem(at: log) }
+        if let stop {
+            waitFor(seconds) { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("playing ") }
+            usleep(UInt32(stop.after * 1e6))
+            kill(p.processIdentifier, stop.signal)
+        }
         let ended = waitFor(seconds) { !p.isRunning }
         if !ended { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
         let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
@@ -196,6 +203,159 @@ struct PlayerJACKTests {
         let first = try #require(Self.firstSound(take.left))
         let quiet = try #require(Self.firstSilence(take.left, from: first, frames: 4800))
         #expect(Self.firstSound(take.left, from: quiet) != nil, "the second file was not heard")
+    }
+
+    /// `-` reads the file from standard input: the same sound as from its path.
+    @Test func readsAFileFromStandardInput() throws {
+        let song = try Self.file("stdin.mid", Self.piece(key: 55))
+        let take = try Self.record(["-"], input: song)
+        print("spinet play - : exit \(take.status); output:\n\(take.log)")
+        #expect(take.status == 0)
+        #expect(take.log.contains("playing standard input (0:01)"))
+        let (rl, _) = try Self.render(song)
+        let start = try #require(Self.firstSound(take.left)), refStart = try #require(Self.firstSound(rl))
+        let n = min(rl.count - refStart, take.left.count - start)
+        let c = Self.compare(take.left[start..<(start + n)], rl[refStart..<(refStart + n)], outputFrame: refStart)
+        #expect(c.elsewhereDB < -100)
+    }
+
+    /// A piece for `--start 2`: everything that shapes the sound is set
+    /// before 2 s and only notes come after (from 2.5 s): GM System On, a
+    /// program, volume, pan, expression, a pitch-bend range of 12 semitones
+    /// (RPN 0) with a bend, a sustain pedal held across the start, a second
+    /// channel's program and a tempo change (60 bpm from 1 s). The notes
+    /// before 2 s are short and die away before 2.5 s.
+    static func chasePiece() -> [UInt8] {
+        var w = MIDIFileWriter(format: 0, ticksPerQuarter: 480)
+        func cc(_ c: UInt8, _ n: UInt8, _ v: UInt8) -> TrackEvent.Kind { .message(.controlChange(channel: c, controller: n, value: v)) }
+        func note(_ c: UInt8, _ k: UInt8, _ v: UInt8) -> TrackEvent.Kind { .message(.noteOn(channel: c, key: k, velocity: v)) }
+        var e: [(tick: Int64, event: TrackEvent.Kind)] = [
+            (0, .sysEx([0xF0, 0x7E, 0x7F, 0x09, 0x01, 0xF7])),
+            (0, .tempo(microsecondsPerQuarter: 500_000)),
+        ]
+        for c: UInt8 in [0, 1, 9] { e += [(0, cc(c, 91, 0)), (0, cc(c, 93, 0))] }
+        e += [(10, .message(.programChange(channel: 0, program: 24))), (10, cc(0, 7, 80)), (10, cc(0, 10, 30)), (10, cc(0, 11, 110)),
+              (10, cc(0, 101, 0)), (10, cc(0, 100, 0)), (10, cc(0, 6, 12)), (10, cc(0, 38, 0)), (10, cc(0, 101, 127)), (10, cc(0, 100, 127)),
+              (20, .message(.pitchBend(channel: 0, value: 12000))),
+              (100, note(9, 37, 90)), (130, note(9, 37, 0)),
+              (960, .tempo(microsecondsPerQuarter: 1_000_000)),
+              (960, .message(.programChange(channel: 1, program: 11))), (960, cc(1, 7, 110)), (960, cc(1, 10, 100)),
+              (1000, cc(1, 64, 127)),
+              // 2 s = tick 1440; the notes from 2.5 s (tick 1680)
+              (1680, note(0, 64, 100)), (1800, note(0, 64, 0)),
+              (1700, note(1, 67, 90)), (1760, note(1, 67, 0)),
+              (1900, note(0, 60, 100)), (2000, note(0, 60, 0)),
+              (2100, cc(1, 64, 0))]
+        e.sort { $0.tick < $1.tick }
+        w.addTrack(e, endTick: 2400)
+        return w.bytes()
+    }
+
+    /// `--start 2` plays what the render plays from 2 s, once the tails of
+    /// the notes before have died away: the state at 2 s (program, volume,
+    /// pan, expression, pitch-bend range and bend, the pedal held, the
+    /// other channel's program, the tempo) was replayed.
+    @Test func startChasesTheStateOfTheMusic() throws {
+        let bytes = Self.chasePiece()
+        let song = try Self.file("chase.mid", bytes)
+        let take = try Self.record(["--start", "2", song.path])
+        print("spinet play --start 2: exit \(take.status); output:\n\(take.log)")
+        #expect(take.status == 0)
+        #expect(take.log.contains("playing \(song.path) (0:04) from 0:02"))
+        let (rl, _) = try Self.render(song)
+        // Live, nothing sounds before the first note after the start (2.5 s):
+        // find where it falls in the render (the shift that matches best).
+        let start = try #require(Self.firstSound(take.left), "nothing recorded")
+        let window = 2400
+        try #require(take.left.count >= start + window)
+        var best = (shift: 0, diff: Float.infinity)
+        for r in (120_000 - 64)...(120_000 + 256) where r + window <= rl.count {
+            var d: Float = 0
+            for i in 0..<window { d = max(d, abs(take.left[start + i] - rl[r + i])) }
+            if d < best.diff { best = (r, d) }
+        }
+        let n = min(rl.count - best.shift, take.left.count - start)
+        let c = Self.compare(take.left[start..<(start + n)], rl[best.shift..<(best.shift + n)], outputFrame: best.shift)
+        print(String(format: "--start 2 vs offline from 2.5 s: at render frame %d; %d blocks of 64 differ (worst %.1f dB), elsewhere %.1f dB; RMS %.1f dB",
+                     best.shift, c.blocks.count, c.worstBlockDB, c.elsewhereDB, c.rmsDB))
+        #expect(c.elsewhereDB < -60)
+        #expect(c.blocks.count <= 3, "at most the three notes' first blocks differ")
+        #expect(c.rmsDB < -30)
+    }
+
+    /// `--loop` plays the piece again at the end of its music, with no gap:
+    /// an organ playing notes end to end on the left (pan 0) sounds across
+    /// the seams as loud as across its own note changes, and a drum hit at
+    /// the start of the piece on the right (pan 127) comes back exactly the
+    /// music's length (1 s, 48000 frames, on the grid) later each time.
+    /// SIGTERM then fades out and exits 143.
+    @Test func loopHasNoGapAndSIGTERMExits143() throws {
+        var w = MIDIFileWriter(format: 0, ticksPerQuarter: 480)
+        func cc(_ c: UInt8, _ n: UInt8, _ v: UInt8) -> TrackEvent.Kind { .message(.controlChange(channel: c, controller: n, value: v)) }
+        var e: [(tick: Int64, event: TrackEvent.Kind)] = [
+            (0, .message(.programChange(channel: 0, program: 19))),     // church organ: no decay
+            (0, cc(0, 91, 0)), (0, cc(0, 93, 0)), (0, cc(0, 10, 0)),
+            (0, cc(9, 91, 0)), (0, cc(9, 93, 0)), (0, cc(9, 10, 127)),
+            (0, .message(.noteOn(channel: 9, key: 37, velocity: 110))), (20, .message(.noteOn(channel: 9, key: 37, velocity: 0))),
+        ]
+        for i in 0..<4 {       // four notes of 0.25 s, end to end: the music is 1 s
+            let k = UInt8(60 + i * 3)
+            e.append((Int64(i * 240), .message(.noteOn(channel: 0, key: k, velocity: 100))))
+            e.append((Int64(i * 240 + 240), .message(.noteOff(channel: 0, key: k, velocity: 0))))
+        }
+        e.sort { $0.tick < $1.tick }
+        w.addTrack(e, endTick: 960)
+        let song = try Self.file("loop.mid", w.bytes())
+        let take = try Self.record(["--loop", song.path], stop: (4, SIGTERM))
+        print("spinet play --loop: exit \(take.status); output:\n\(take.log)")
+        #expect(take.status == 143)
+        #expect(take.log.components(separatedBy: "looped").count >= 3, "at least two seams")
+
+        // The drum hits on the right: one a second, to the frame.
+        var hits: [Int] = []
+        var quiet = 0, armed = false
+        for (i, x) in take.right.enumerated() {
+            // a hit: the first sample over 0.02 after 0.1 s under 0.01 (the organ leaks -60 dB to the right)
+            if armed && abs(x) > 0.02 { hits.append(i); armed = false }
+            quiet = abs(x) < 0.01 ? quiet + 1 : 0
+            if quiet >= 4800 { armed = true }
+        }
+        print("--loop: drum hits at \(hits), spaced \(zip(hits.dropFirst(), hits).map { $0 - $1 })")
+        try #require(hits.count >= 3, "hits \(hits)")
+        #expect(zip(hits.dropFirst(), hits).allSatisfy { $0 - $1 == 48000 })
+        // The second pass and the third are the same samples, both sides, but
+        // for the first 64 frames of some notes (see playsTheFileAsItsRender):
+        // at most the piece's 5 note-ons' blocks, each straddling two windows.
+        let h = hits[1] - 2400
+        for side in [take.left, take.right] {
+            try #require(side.count >= h + 96_000)
+            var peak: Float = 0, worst: Float = 0
+            var windows = 0
+            for w in stride(from: h, to: h + 48_000, by: 64) {
+                var d: Float = 0
+                for i in w..<(w + 64) { d = max(d, abs(side[i] - side[i + 48_000])); peak = max(peak, abs(side[i])) }
+                if d > 1e-6 { windows += 1; worst = max(worst, d) }
+            }
+            print("--loop: pass 3 vs pass 2: \(windows) windows of 64 differ, worst \(20 * log10(max(worst, 1e-20) / peak)) dB")
+            #expect(windows <= 10)
+        }
+
+        // The organ on the left: the quietest 5 ms across the first two seams
+        // is no quieter than half the quietest inside the first pass.
+        let first = try #require(Self.firstSound(take.left))
+        func quietest(_ from: Int, _ to: Int) -> Float {
+            var q = Float.infinity
+            var i = from
+            while i + 240 <= min(to, take.left.count) {
+                q = min(q, take.left[i..<(i + 240)].reduce(0) { max($0, abs($1)) })
+                i += 240
+            }
+            return q
+        }
+        let inside = quietest(first + 2400, first + 45_600)
+        let seams = min(quietest(first + 45_600, first + 50_400), quietest(first + 93_600, first + 98_400))
+        print("--loop: quietest 5 ms inside a pass \(inside), across the seams \(seams)")
+        #expect(seams >= inside / 2 && seams > 0)
     }
 
     /// Nothing readable: each file named, exit 1 before any audio.
