@@ -83,6 +83,11 @@ public final class FilePlayer: LivePlayer {
     public var startSeconds = 0.0
     /// Starts paused (JACK transport: until it rolls).
     public var startsPaused = false
+    /// An outside transport to follow (JACK's): whether it rolls and where
+    /// it is in seconds, polled each step; nil: none, or not known now.
+    public var transport: (() -> (rolling: Bool, seconds: Double)?)?
+    private var transportWasRolling = false
+    private var transportLast: (seconds: Double, now: Int64)?
 
     private enum Phase {
         /// To start `index` at frame `position` of its schedule; `fresh`: after a System Reset.
@@ -160,6 +165,7 @@ public final class FilePlayer: LivePlayer {
             }
         }
         guard let engine, let queue else { return true }
+        followTransport(now: now)
         for c in commands.withLock({ q -> [Command] in defer { q.removeAll() }; return q }) {
             apply(c, now: now)
         }
@@ -275,6 +281,8 @@ public final class FilePlayer: LivePlayer {
     private func advance(by step: Int, fresh: Bool) {
         var i = index + step
         if i >= items.count {
+            // following a transport, the player waits at the end for the next locate
+            if transport != nil && !loop { phase = .paused(position: musicEnd); return }
             guard loop else { phase = .done; return }
             i = 0
         }
@@ -355,6 +363,27 @@ public final class FilePlayer: LivePlayer {
             phase = paused ? .paused(position: 0) : .starting(position: 0, fresh: true)
         case .quit:
             phase = .done
+        }
+    }
+
+    /// Follows the outside transport: it starts rolling (play from its
+    /// position), stops (pause), or jumps while rolling or stopped (locate).
+    private func followTransport(now: Int64) {
+        guard let transport, let t = transport(), rate > 0 else { return }
+        defer {
+            transportWasRolling = t.rolling
+            transportLast = (t.seconds, now)
+        }
+        // The music starts `leadSeconds` from now: there the transport is that much further.
+        if t.rolling && !transportWasRolling {
+            perform(.resume(at: t.seconds + leadSeconds))
+        } else if !t.rolling && transportWasRolling {
+            perform(.pause)
+            perform(.locate(seconds: t.seconds))
+        } else if let last = transportLast {
+            // where it would be had it not jumped
+            let expected = last.seconds + (t.rolling ? Double(now - last.now) / Double(rate) : 0)
+            if abs(t.seconds - expected) > 0.25 { perform(.locate(seconds: t.seconds + (t.rolling ? leadSeconds : 0))) }
         }
     }
 

@@ -288,11 +288,13 @@ struct Play: ParsableCommand {
         session.statusLine = isatty(STDERR_FILENO) == 1
         session.duration = duration
         session.benchNotes = benchNotes
-        session.readsStandardInput = !files.contains("-")
+        player?.attach(to: output, transport: transport, keys: !files.contains("-"))
+        defer { player?.finish() }
+        // Standard input carries a file or the keys: no SoundFont paths there.
+        session.readsStandardInput = player == nil || (!files.contains("-") && player?.keys == nil)
         let live = LiveSession(graph: graph, device: output, midi: midiInput, fonts: fonts, recorder: recorder,
                                options: session, log: printError)
         live.player = player?.player
-        player?.attach(to: output)
         let status = try orFailure { try live.run() }
         if status != 0 { throw Failure("", status: status) }
         if player?.skipped == true { throw Failure("", status: 1) }

@@ -1,6 +1,8 @@
 import FoundationEssentials
 import Glibc
+import SpinetEngine
 import SpinetHost
+import SpinetJACK
 import SpinetMIDI
 import SpinetRig
 import SpinetSupport
@@ -71,8 +73,57 @@ final class FilePlayerSetup {
         self.skipped = skipped
     }
 
-    /// Hooks the player to what the output offers (the JACK transport).
-    func attach(to output: any AudioDevice) {}
+    /// The keys, when standard input is this process's terminal.
+    private(set) var keys: TerminalKeys?
+
+    /// Hooks the player to what the output offers (the JACK transport, with
+    /// `transport`) and to the terminal's keys (unless standard input
+    /// carries a file).
+    func attach(to output: any AudioDevice, transport: Bool, keys wanted: Bool) {
+        if transport, let jack = output as? JACKClient {
+            player.startsPaused = true
+            player.transport = {
+                jack.transportState().map { ($0.rolling, Double($0.frame) / Double(max(jack.sampleRate, 1))) }
+            }
+        }
+        if wanted { keys = TerminalKeys(player) }
+    }
+
+    /// Gives the terminal back as it was.
+    func finish() { keys?.restore() }
+}
+
+/// The player's keys on a terminal: raw input (no echo, a key at a time;
+/// Ctrl-C still a signal), read by a thread of its own, decoded by
+/// `TransportKeys`. Only when standard input is a terminal and play runs in
+/// its foreground (a background job would be stopped by changing it).
+final class TerminalKeys: @unchecked Sendable {
+    private var saved = termios()
+
+    init?(_ player: FilePlayer) {
+        guard isatty(STDIN_FILENO) == 1, tcgetpgrp(STDIN_FILENO) == getpgrp(),
+              tcgetattr(STDIN_FILENO, &saved) == 0 else { return nil }
+        var raw = saved
+        raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
+        withUnsafeMutableBytes(of: &raw.c_cc) { cc in
+            cc[Int(VMIN)] = 1
+            cc[Int(VTIME)] = 0
+        }
+        guard tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0 else { return nil }
+        // Never joined: it waits in read() until the program ends.
+        _ = NativeThread(name: "spinet-keys") {
+            var decoder = TransportKeys()
+            var buffer = [UInt8](repeating: 0, count: 64)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                if n == 0 { return }
+                if n < 0 { if errno == EINTR { continue }; return }
+                for command in decoder.decode(Array(buffer[0..<n])) { player.perform(command) }
+            }
+        }
+    }
+
+    func restore() { tcsetattr(STDIN_FILENO, TCSANOW, &saved) }
 }
 
 extension Play {
