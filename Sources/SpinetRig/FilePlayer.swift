@@ -45,7 +45,8 @@ public protocol LivePlayer: AnyObject {
 /// - **Transport** (`perform`): pause releases every note (pedals up, All
 ///   Notes Off on every channel) and resume goes on with a chase at the
 ///   position; a seek or another file does the same at the new place. Each
-///   takes effect after the events already queued (at most the look-ahead).
+///   takes effect `leadSeconds` from now: what was queued for later is taken
+///   back (`EventQueue.retract`).
 public final class FilePlayer: LivePlayer {
     /// A file to play.
     public struct Item: Sendable {
@@ -290,6 +291,15 @@ public final class FilePlayer: LivePlayer {
         phase = .starting(position: 0, fresh: fresh)
     }
 
+    /// Changes course at `frame`: takes back what was queued from there
+    /// and releases every note then. Returns `frame`.
+    @discardableResult
+    private func cut(at frame: Int64, queue: EventQueue, channels: Int) -> Int64 {
+        queue.retract(from: frame)
+        releaseNotes(at: frame, queue: queue, channels: channels)
+        return frame
+    }
+
     /// Pedals up and All Notes Off on every channel, at `frame`.
     private func releaseNotes(at frame: Int64, queue: EventQueue, channels: Int) {
         for c in 0..<channels {
@@ -323,7 +333,7 @@ public final class FilePlayer: LivePlayer {
             case .paused: phase = .paused(position: min(max(p, 0), musicEnd))
             case .done: return
             default:
-                releaseNotes(at: max(now + lead, lastPushed), queue: queue, channels: engine.channelCount)
+                cut(at: now + lead, queue: queue, channels: engine.channelCount)
                 phase = .starting(position: min(max(p, 0), musicEnd), fresh: false)
             }
         }
@@ -333,9 +343,8 @@ public final class FilePlayer: LivePlayer {
         case .pause:
             switch phase {
             case .playing, .ringing, .starting:
-                // the music stops after what is queued
-                let stop = max(now + lead, lastPushed)
-                releaseNotes(at: stop, queue: queue, channels: engine.channelCount)
+                // the music stops `lead` from now: what was queued after that is taken back
+                let stop = cut(at: now + lead, queue: queue, channels: engine.channelCount)
                 if case .playing = phase {
                     phase = .paused(position: min(max(stop - origin, 0), musicEnd))
                 } else {
@@ -355,7 +364,7 @@ public final class FilePlayer: LivePlayer {
         case .next, .previous:
             if case .done = phase { return }
             let paused: Bool = { if case .paused = phase { return true } else { return false } }()
-            releaseNotes(at: max(now + lead, lastPushed), queue: queue, channels: engine.channelCount)
+            cut(at: now + lead, queue: queue, channels: engine.channelCount)
             // "previous" more than 3 s into a file starts it again, as players do
             let step = command == .next ? 1 : (position > 3 * Int64(rate) ? 0 : -1)
             if index + step >= items.count && !loop { phase = .done; return }

@@ -358,6 +358,81 @@ struct PlayerJACKTests {
         #expect(seams >= inside / 2 && seams > 0)
     }
 
+    /// `--transport`: the player waits for the JACK transport, starts with
+    /// it in sync (the file's frame f sounds at the transport's frame f,
+    /// plus the limiter's look-ahead, within the 64-frame grid), stops with
+    /// it (notes released) and goes on from where a locate put it.
+    @Test func followsTheJACKTransport() throws {
+        let server = JACKTestServer()
+        try server.start()
+        let recorder = try JACKTestClient(name: "rec-t", server: server.name, audioIn: 1)
+        recorder.transportStop()
+        recorder.transportLocate(0)
+        recorder.arm(recordFrames: 30 * 48000)
+        // A drum hit every half second from 1 s (file frames 48000, 72000, ...), for 8 s.
+        var w = MIDIFileWriter(format: 0, ticksPerQuarter: 480)
+        var e: [(tick: Int64, event: TrackEvent.Kind)] = [(0, .message(.controlChange(channel: 9, controller: 91, value: 0))),
+                                                          (0, .message(.controlChange(channel: 9, controller: 93, value: 0)))]
+        for i in 0..<15 {
+            e.append((Int64(960 + i * 480), .message(.noteOn(channel: 9, key: 37, velocity: 110))))
+            e.append((Int64(960 + i * 480 + 30), .message(.noteOn(channel: 9, key: 37, velocity: 0))))
+        }
+        w.addTrack(e, endTick: 960 * 9)
+        let song = try Self.file("transport.mid", w.bytes())
+        let (p, log) = try JACKCommandTests.play(["--dry", "--transport", "--jack-connect", "rec-t:in_1,rec-t:in_1", song.path], server: server.name)
+        defer { try? FileManager.default.removeItem(at: log); if p.isRunning { kill(p.processIdentifier, SIGINT); p.waitUntilExit() } }
+        #expect(waitFor(20) { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("Latency:") })
+        usleep(1_500_000)
+        #expect(Self.firstSound(recorder.recording.samples) == nil, "silent until the transport rolls")
+
+        recorder.transportStart()
+        usleep(3_000_000)               // hits at 1, 1.5, 2, 2.5 s
+        recorder.transportStop()
+        usleep(1_000_000)
+        let stopped = recorder.recording
+        recorder.transportLocate(5 * 48000)
+        usleep(300_000)
+        recorder.transportStart()
+        usleep(1_200_000)               // hits at 5, 5.5, 6 s
+        recorder.transportStop()
+        usleep(300_000)
+        let (samples, first) = recorder.recording
+        let cycles = recorder.rollingCycles
+        print("spinet play --transport: output:\n\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+
+        // Each hit's JACK frame, as a transport frame (from the rolling cycles).
+        var hits: [Int] = []
+        var quiet = 0, armed = false
+        for (i, x) in samples.enumerated() {
+            if armed && abs(x) > 0.02 { hits.append(i); armed = false }
+            quiet = abs(x) < 0.005 ? quiet + 1 : 0
+            if quiet >= 4800 { armed = true }
+        }
+        func transportFrame(_ index: Int) -> Int? {
+            let frame = first + index
+            guard let c = cycles.last(where: { $0.frame <= frame }), frame - c.frame < 4096 else { return nil }
+            return c.transportFrame + frame - c.frame
+        }
+        let at = hits.map { transportFrame($0) }
+        print("--transport: hits at transport frames \(at.map { $0.map(String.init) ?? "stopped" })")
+        // Every hit while rolling, at the file's frames 48000 + k * 24000 on
+        // the transport's timeline, within 256 frames: the player reads the
+        // transport beside the engine's frame, not in the same cycle (the
+        // grid, the look-ahead and the attack are in it too). Within one
+        // roll, the hits are exactly 24000 frames apart.
+        #expect(at.count >= 5 && at.allSatisfy { $0 != nil })
+        let offsets = at.compactMap { $0 }.map { (($0 - 48000) % 24000 + 36000) % 24000 - 12000 }
+        print("--transport: hits off the file's frames by \(offsets)")
+        #expect(offsets.allSatisfy { abs($0) <= 256 }, "hits off the file's frames: \(offsets)")
+        // (the first hit aside: FluidSynth's very first voice starts a few frames late, as offline)
+        let frames = Array(at.compactMap { $0 }.dropFirst())
+        #expect(zip(frames.dropFirst(), frames).filter { $0 - $1 < 48000 }.allSatisfy { $0 - $1 == 24000 }, "\(frames)")
+        #expect(at.compactMap { $0 }.contains { $0 < 5 * 48000 } && at.compactMap { $0 }.contains { $0 >= 5 * 48000 })
+        // after the first stop, silence until the locate and start
+        let afterStop = stopped.samples.count - 48000 / 2
+        #expect(stopped.samples[afterStop...].allSatisfy { abs($0) < 1e-3 }, "sound after the transport stopped")
+    }
+
     /// Nothing readable: each file named, exit 1 before any audio.
     @Test func noReadableFileIsStatus1() throws {
         let (p, log) = try JACKCommandTests.play(["/nonexistent/x.mid"], server: "spinet-no-such-server-\(getpid())")
