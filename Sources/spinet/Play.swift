@@ -35,7 +35,8 @@ struct Play: ParsableCommand {
         server goes away, Spinet waits and comes back with the same ports and connections. \
         \n\nWith MIDI files (spinet play song.mid ...; - reads one from standard input), \
         Spinet plays them in order through the live output, each event at its exact frame \
-        on the audio timeline (as spinet render places it: with --dry, the same samples), \
+        on the audio timeline, as spinet render places it (with --dry, the same samples \
+        but for the first 64 frames of some notes; see docs/playing.md), \
         while the live inputs stay open; each file starts from a reset and ends when its \
         music has ended and its sound has died away, and play then exits 0 (1 if a file \
         could not be read: it is named and skipped). --loop repeats the list without a \
