@@ -117,6 +117,10 @@ public final class FilePlayer: LivePlayer {
     private var notices: [String] = []
     private let commands = Mutex<[Command]>([])
     private var statusText: String?
+    /// The current file's lyrics (`Lyrics`), the next one to show, and the line being sung.
+    private var lyrics: [(frame: Int64, text: String)] = []
+    private var nextLyric = 0
+    private var lyricLine = ""
     /// The tempo last given to the engine (µs per quarter), for the status line.
     private var tempo = MIDIFile.defaultMicrosecondsPerQuarter
 
@@ -188,7 +192,10 @@ public final class FilePlayer: LivePlayer {
         case .playing, .paused, .done:
             break
         }
-        if case .playing = phase { feed(until: horizon, now: now, engine: engine, queue: queue) }
+        if case .playing = phase {
+            followLyrics(now: now)
+            feed(until: horizon, now: now, engine: engine, queue: queue)
+        }
         updateStatus(now: now)
         if case .done = phase { return false }
         return true
@@ -202,6 +209,20 @@ public final class FilePlayer: LivePlayer {
         let s = items[i].file.schedule(sampleRate: max(rate, 1))
         schedule = s
         musicEnd = max(s.endFrame, s.events.last?.frame ?? 0)
+        lyrics = Lyrics.syllables(of: items[i].file, karaoke: items[i].name.lowercased().hasSuffix(".kar")).map {
+            (s.frame(forTick: $0.tick, track: $0.track), $0.text)
+        }
+        nextLyric = 0
+        lyricLine = ""
+    }
+
+    /// Shows the syllables sung by engine frame `now`: "/" or "\\" (KAR) or
+    /// a line break starts a new line.
+    private func followLyrics(now: Int64) {
+        while nextLyric < lyrics.count && origin + lyrics[nextLyric].frame <= now {
+            lyricLine = Lyrics.append(lyrics[nextLyric].text, to: lyricLine)
+            nextLyric += 1
+        }
     }
 
     /// Starts the current file at `position` of its schedule, at the first
@@ -222,6 +243,12 @@ public final class FilePlayer: LivePlayer {
             for bytes in chase.sysEx { queue.pushSysEx(frame: at, bytes, countingDrop: false) }
             for m in chase.messages { queue.push(EngineEvent(frame: at, m), countingDrop: false) }
             next = chase.nextEvent
+        }
+        nextLyric = 0
+        lyricLine = ""
+        while nextLyric < lyrics.count && lyrics[nextLyric].frame < position {
+            lyricLine = Lyrics.append(lyrics[nextLyric].text, to: lyricLine)
+            nextLyric += 1
         }
         nextTempo = 0
         while nextTempo + 1 < schedule.tempoChanges.count && schedule.tempoChanges[nextTempo + 1].frame <= position { nextTempo += 1 }
@@ -401,6 +428,7 @@ public final class FilePlayer: LivePlayer {
         let paused: Bool = { if case .paused = phase { return true } else { return false } }()
         statusText = "\(paused ? "paused " : "")\(items[index].name) \(Self.clock(positionSeconds(now: now)))/\(Self.clock(Double(musicEnd) / Double(rate)))"
             + formatted(" | %.0f bpm", 60_000_000 / Double(max(tempo, 1)))
+            + (lyricLine.isEmpty ? "" : " | \(lyricLine)")
     }
 
     /// The first multiple of 64 at or after `frame`.
@@ -412,5 +440,42 @@ public final class FilePlayer: LivePlayer {
     static func clock(_ seconds: Double) -> String {
         let s = Int(max(seconds, 0))
         return formatted("%ld:%02ld", s / 60, s % 60)
+    }
+}
+
+/// A MIDI file's lyrics: Lyric meta events (FF 05); in a `.kar` file
+/// without them, the Text events (FF 01) but the `@` headers, as KAR
+/// players show them: "/" starts a new line, "\\" a new paragraph.
+public enum Lyrics {
+    public static func syllables(of file: MIDIFile, karaoke: Bool) -> [(tick: Int64, track: Int, text: String)] {
+        func collect(_ type: UInt8) -> [(tick: Int64, track: Int, text: String)] {
+            var out: [(tick: Int64, track: Int, text: String)] = []
+            for (t, track) in file.tracks.enumerated() {
+                for e in track.events {
+                    if case .text(let kind, let bytes) = e.kind, kind == type {
+                        let text = String(decoding: bytes, as: UTF8.self)
+                        if type == 1 && text.hasPrefix("@") { continue }
+                        out.append((e.tick, t, text))
+                    }
+                }
+            }
+            return out
+        }
+        let sung = collect(5)
+        return !sung.isEmpty || !karaoke ? sung : collect(1)
+    }
+
+    /// `line` with `syllable` sung: a leading "/" or "\\", or a line break,
+    /// starts a new line. Control characters are dropped (the status line is one line).
+    public static func append(_ syllable: String, to line: String) -> String {
+        var line = line
+        var text = Substring(syllable)
+        if text.first == "/" || text.first == "\\" { line = ""; text = text.dropFirst() }
+        for ch in text {
+            if ch == "\n" || ch == "\r" { line = ""; continue }
+            if ch.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) { line.append(ch) }
+        }
+        // keep the last 60 characters: the status line is short
+        return line.count > 60 ? String(line.suffix(60)) : line
     }
 }

@@ -110,6 +110,32 @@ struct FilePlayerTests {
         #expect(!rig.run(0.1).going)
     }
 
+    /// A `.kar` file's words show in the status line as they are sung.
+    @Test func karaokeWordsShowAsSung() throws {
+        var w = MIDIFileWriter(format: 1, ticksPerQuarter: 480)
+        w.addTrack([(0, .message(.noteOn(channel: 0, key: 60, velocity: 90))), (1920, .message(.noteOn(channel: 0, key: 60, velocity: 0)))])
+        w.addTrack([(0, .text(type: 1, bytes: Array("@TTitle".utf8))), (0, .text(type: 1, bytes: Array("\\Twin".utf8))),
+                    (480, .text(type: 1, bytes: Array("kle ".utf8))), (960, .text(type: 1, bytes: Array("/Lit".utf8)))])
+        let rig = try Rig([try MIDIFile(bytes: w.bytes())])
+        let player = FilePlayer(items: [FilePlayer.Item(name: "song.kar", file: try MIDIFile(bytes: w.bytes()))], loop: false, queueIndex: 2)
+        let graph = rig.graph
+        func run(_ seconds: Double) {
+            for _ in 0..<Int(seconds * 48000 / 256) {
+                _ = player.step(graph: graph, now: graph.engine.frameTime, periodFrames: 256)
+                var l = [Float](repeating: 0, count: 256), r = l
+                graph.engine.render(frames: 256, left: &l, right: &r, events: UnsafeBufferPointer(start: nil, count: 0))
+            }
+        }
+        run(0.4)
+        #expect(player.status?.hasSuffix(" | Twin") == true, "\(player.status ?? "")")
+        run(0.5)
+        #expect(player.status?.hasSuffix(" | Twinkle ") == true, "\(player.status ?? "")")
+        run(0.5)
+        #expect(player.status?.hasSuffix(" | Lit") == true, "\(player.status ?? "")")
+        #expect(Lyrics.append("a\u{1B}b\n", to: "x") == "")
+        #expect(Lyrics.append("\u{1B}[2Jb", to: "x") == "x[2Jb")
+    }
+
     @Test func keysDecodeToCommands() {
         var keys = TransportKeys()
         #expect(keys.decode(Array(" npq".utf8)) == [.togglePause, .next, .previous, .quit])
