@@ -149,11 +149,12 @@ public final class FilePlayer: LivePlayer {
     public var currentIndex: Int { index }
 
     public func step(graph: EngineGraph, now: Int64, periodFrames: Int) -> Bool {
-        lastNow = now
+        defer { lastNow = now }
         if graph.engine !== engine {
             // First step, or a graph built again at a new rate: go on from
-            // the position in the new one (chased).
-            let position = engine == nil ? nil : positionSeconds(now: now)
+            // the position in the new one (chased), where the old one was
+            // at the last step (`now` is the new engine's frame).
+            let position = engine == nil ? nil : positionSeconds(now: lastNow)
             engine = graph.engine
             queue = graph.inputs[queueIndex]
             rate = Int(graph.engine.sampleRate)
