@@ -40,6 +40,10 @@
 #                pitch, onsets one constant latency after their notes; then the
 #                server comes back at another rate: the same, at the new rate
 #                (a take with a server xrun in the guest is made again, once)
+#   player       spinet play FILE plays a file while a keyboard plays along: both
+#                heard, and play exits 0 when the file has ended (not in the
+#                default list yet: in the guest the file's second note is not
+#                heard when the keyboard plays; under investigation)
 #   latency      note-to-sound latency and jitter over 100 notes (a measurement)
 #
 # Prints one line per scenario and `N passed, N failed`; exits non-zero on
@@ -423,6 +427,23 @@ guest_jack() {
   return $rc
 }
 
+guest_player() {   # spinet play FILE while a keyboard plays along; Spinet ends by itself
+  "$BIN" "${PLAY[@]}" player.mid > spinet.log 2>&1 &
+  SPINET=$!
+  for _ in $(seq 600); do grep -q '^Latency:' spinet.log 2>/dev/null && break; sleep 0.1; done
+  "${CAPTURE[@]}" -d 12 player.raw & local rec=$!
+  # the file's first note is at 3 s; the keyboard's between its two notes
+  for _ in $(seq 100); do grep -q 'playing player.mid' spinet.log 2>/dev/null && break; sleep 0.1; done
+  sleep 3.6
+  midi 0 '\x90\x3c\x64'; sleep 0.5; midi 0 '\x80\x3c\x00'
+  local t0 t1 rc
+  t0=$(date +%s)
+  wait "$SPINET"; rc=$?
+  t1=$(date +%s)
+  echo "$rc $((t1 - t0))" > exit.txt
+  wait $rec
+}
+
 if [[ ${1-} == --guest ]]; then
   "guest_$2"; exit $?
 fi
@@ -670,8 +691,20 @@ for s in "${SCENARIOS[@]}"; do
     if check "$d" latency latency --period-ms "$period_ms"; then result latency 0 "$out; Spinet printed $printed"
     else result latency 1 "$out; Spinet printed $printed"; fi
     ;;
+  player)
+    # The file: C5 at 3 s and E5 at 5 s; the keyboard plays C4 in between.
+    $CHECK midi "$d/player.mid" "3000:72:500,5000:76:500" --program 0 > /dev/null
+    vm player
+    ok=0; line=""
+    read -r rc _ < "$d/exit.txt" 2>/dev/null; [[ ${rc:-x} == 0 ]] || { ok=1; line+="exit status ${rc:-?} (want 0: the file ended); "; }
+    grep -q 'playing player.mid' "$d/spinet.log" || { ok=1; line+="no 'playing' line; "; }
+    # The keyboard is timed by bash in the emulated guest: pitch and order matter here.
+    if check "$d" notes player.raw --expect "0:72,1000:60,2000:76" --tolerance-ms 100000; then line+="$out"
+    else ok=1; line+="$out"; fi
+    result player $ok "file and keyboard both heard; ${line}"
+    ;;
   *)
-    result "$s" 1 "no such scenario (daw keyboard unsubscribe sigint sigterm flood switch sysex stop disconnect vanish clock early jack latency)"
+    result "$s" 1 "no such scenario (player daw keyboard unsubscribe sigint sigterm flood switch sysex stop disconnect vanish clock early jack latency)"
     continue ;;
   esac
   echo "     ($((SECONDS - start)) s; files in $d)" >&2

@@ -56,6 +56,10 @@ public final class EventQueue: @unchecked Sendable {
     private let byteHead = Atomic<Int>(0)
     private let byteTail = Atomic<Int>(0)
     private let droppedCount = Atomic<Int>(0)
+    /// `retract`: the events before this slot index (pushed by then) ...
+    private let retractTail = Atomic<Int>(0)
+    /// ... and at or after this frame are skipped unheard.
+    private let retractFrame = Atomic<Int64>(.max)
 
     /// - Parameters:
     ///   - capacity: events; rounded up to a power of two.
@@ -140,14 +144,36 @@ public final class EventQueue: @unchecked Sendable {
         message.withUnsafeBufferPointer { pushSysEx(frame: frame, $0, countingDrop: countingDrop) }
     }
 
+    /// Producer thread only. Takes back every event pushed so far whose
+    /// frame is `frame` or later and that the render thread has not taken
+    /// yet: it skips them, unheard and not counted as dropped. For a
+    /// producer that queues ahead of time (the file player) and must change
+    /// course (pause, seek): it retracts, then pushes what is to be played
+    /// from `frame` instead (releases first: a note-off taken back would
+    /// leave its note hanging). Memory order: the frame is stored before the
+    /// slot index (release); the render thread loads the index (acquire)
+    /// before the frame.
+    public func retract(from frame: Int64) {
+        retractFrame.store(frame, ordering: .relaxed)
+        retractTail.store(tail.load(ordering: .relaxed), ordering: .releasing)
+    }
+
     // MARK: consumer side (render thread)
 
-    /// Render thread only. The next event, without removing it.
+    /// Render thread only. The next event, without removing it (events
+    /// taken back by `retract` are skipped here).
     @inline(__always)
     public func peek() -> EngineEvent? {
-        let h = head.load(ordering: .relaxed)
-        if h == tail.load(ordering: .acquiring) { return nil }
-        return (slots + (h & mask)).pointee
+        while true {
+            let h = head.load(ordering: .relaxed)
+            if h == tail.load(ordering: .acquiring) { return nil }
+            let event = (slots + (h & mask)).pointee
+            if h < retractTail.load(ordering: .acquiring) && event.frame >= retractFrame.load(ordering: .relaxed) {
+                pop()
+                continue
+            }
+            return event
+        }
     }
 
     /// Render thread only. Removes the event returned by `peek()`. For a

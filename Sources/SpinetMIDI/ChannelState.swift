@@ -113,6 +113,40 @@ public struct ChannelState: ~Copyable {
         }
     }
 
+    /// The value controller `n` has on a channel that was never sent
+    /// anything (General MIDI, as FluidSynth starts): volume 100, pan,
+    /// balance and the sound controllers (70-79) 64, expression 127, every
+    /// other controller 0.
+    public static func initialValue(controller n: UInt8) -> UInt8 {
+        // comparisons, not a range pattern (its metadata allocates in unoptimized builds)
+        if n == MIDIController.volume { return 100 }
+        if n == MIDIController.expression { return 127 }
+        if n == 8 || n == MIDIController.pan || (n >= 70 && n <= 79) { return 64 }
+        return 0
+    }
+
+    /// Calls `emit` with the initial value (`initialValue`, program 0,
+    /// bend centred, no pressure) of every value kept, in the replay order:
+    /// what takes a channel back to where one never sent anything starts,
+    /// without touching the notes sounding. Render-thread safe.
+    public func replayInitialValues(_ emit: (MIDIMessage) -> Void) {
+        for c in 0..<channels {
+            let base = values + c * Self.stride
+            let ch = UInt8(truncatingIfNeeded: c)
+            var k = 0
+            while k <= 32 {
+                if base[k] >= 0 { emit(.controlChange(channel: ch, controller: UInt8(k), value: 0)) }
+                k += 32
+            }
+            if base[Self.program] >= 0 { emit(.programChange(channel: ch, program: 0)) }
+            for k in 1..<120 where k != 32 && base[k] >= 0 {
+                emit(.controlChange(channel: ch, controller: UInt8(k), value: Self.initialValue(controller: UInt8(k))))
+            }
+            if base[Self.bend] >= 0 { emit(.pitchBend(channel: ch, value: 8192)) }
+            if base[Self.pressure] >= 0 { emit(.channelPressure(channel: ch, pressure: 0)) }
+        }
+    }
+
     /// Takes `other`'s state (a core rebuilt at a new rate keeps what MIDI set).
     public mutating func copy(from other: borrowing ChannelState) {
         let n = min(channels, other.channels) * Self.stride

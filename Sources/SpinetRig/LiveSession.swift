@@ -47,6 +47,8 @@ public final class LiveSession {
         public var duration: Double?
         /// Measuring aid: hold this many organ notes from the start (no MIDI needed).
         public var benchNotes = 0
+        /// Read SoundFont paths from standard input (off when it carries a MIDI file or the keys).
+        public var readsStandardInput = true
         public init() {}
     }
 
@@ -59,6 +61,9 @@ public final class LiveSession {
     /// The fonts playing now (a reload by SIGHUP loads them again).
     public private(set) var fonts: [String]
     private let log: (String) -> Void
+    /// Driven on each turn of the control loop (the MIDI file player); the
+    /// session ends when it has nothing more to play.
+    public var player: (any LivePlayer)?
 
     /// - Parameters:
     ///   - fonts: the fonts `graph`'s SoundFont unit was loaded from.
@@ -166,7 +171,7 @@ public final class LiveSession {
         }
 
         // SoundFont switching: a path on standard input, or SIGHUP to reload the current fonts.
-        let requests = SoundFontRequests()
+        let requests = options.readsStandardInput ? SoundFontRequests() : nil
 
         // Run until Ctrl-C (or the device fails): status line, notices.
         let status = StatusLine(enabled: !options.quiet && options.statusLine)
@@ -225,7 +230,12 @@ public final class LiveSession {
                     status.print("cannot build the graph at \(rate) Hz: \(error); silent until the rate changes again")
                 }
             }
-            if let next = requests.take(reloading: fonts) {
+            if let player, let anchor = timeline.read() {
+                let more = player.step(graph: graph, now: anchor.frame, periodFrames: device.periodFrames)
+                for line in player.takeNotices() where !options.quiet { status.print(line) }
+                if !more { break }
+            }
+            if let next = requests?.take(reloading: fonts) ?? (ProcessSignals.reloadRequested.exchange(false, ordering: .relaxed) ? fonts : nil) {
                 // Loaded here, off the render thread; the render thread swaps it in.
                 do {
                     let newUnit = try SoundFontUnit(fonts: next, sampleRate: sampleRate, channels: settings.engine.ports * 16,
@@ -248,7 +258,7 @@ public final class LiveSession {
             let dropped = droppedEvents()
             let xruns = device.xruns
             if status.enabled {
-                status.show(formatted("voices %3ld | load %5.1f%% (peak %5.1f%%) | xruns %ld | dropped %ld | late %ld",
+                status.show((player?.status.map { $0 + " | " } ?? "") + formatted("voices %3ld | load %5.1f%% (peak %5.1f%%) | xruns %ld | dropped %ld | late %ld",
                                       engine.statistics.activeVoices, load.mean * 100, load.peak * 100,
                                       xruns, dropped, engine.statistics.lateEvents))
             } else if !options.quiet && (xruns != lastXruns || dropped != lastDropped) {

@@ -32,9 +32,34 @@ struct Play: ParsableCommand {
         inputs midi_in (midi_in_N for --ports N), each event played at its exact frame; \
         the server decides the rate and period, and a new rate is followed, also with \
         --midi alsa (a --record take stops there). If the \
-        server goes away, Spinet waits and comes back with the same ports and connections.
+        server goes away, Spinet waits and comes back with the same ports and connections. \
+        \n\nWith MIDI files (spinet play song.mid ...; - reads one from standard input), \
+        Spinet plays them in order through the live output, each event at its exact frame \
+        on the audio timeline, as spinet render places it (with --dry, the same samples \
+        but for the first 64 frames of some notes; see docs/playing.md), \
+        while the live inputs stay open; each file starts from a reset and ends when its \
+        music has ended and its sound has died away, and play then exits 0 (1 if a file \
+        could not be read: it is named and skipped). --loop repeats the list without a \
+        gap; --start TIME begins the first file there, with the programs, controllers, \
+        pedals, pitch bend, RPNs and tempo the music has at that point (notes struck \
+        before it are not struck again). On a terminal: space pauses (every note is \
+        released) and resumes, left/right seek 5 s (Shift: 30 s), n and p go to the \
+        next and previous file, q quits. With --driver jack --transport, the player \
+        follows the JACK transport (start, stop, locate).
         """
     )
+
+    @Argument(help: ArgumentHelp("MIDI files to play in order (- reads one from standard input); without any, play waits for MIDI input.", valueName: "file"))
+    var files: [String] = []
+
+    @Flag(help: "Repeat the files without a gap until stopped.")
+    var loop = false
+
+    @Option(help: ArgumentHelp("Begin the first file at this time (seconds, or M:SS), with the state its music has there.", valueName: "time"))
+    var start: String?
+
+    @Flag(help: "With --driver jack and files: follow the JACK transport (start, stop, locate).")
+    var transport = false
 
     @Option(name: .customLong("soundfont"), help: ArgumentHelp("A SoundFont (.sf2/.sf3); repeat to stack fonts, later ones over earlier ones.", valueName: "path"))
     var soundFonts: [String] = []
@@ -163,6 +188,7 @@ struct Play: ParsableCommand {
         // (an ALSA sequencer client takes any name but an empty one)
         if driver == "jack" || name.isEmpty, let problem = JACKClient.Configuration.nameProblem(name) { throw Failure(problem) }
         let jackConnection = try orFailure { try JACKConnect(parsing: jackConnect) }
+        let player = try filePlayer()
         try Render.checkGain(gain)
         if self.soundFonts.isEmpty { try Render.checkConfigFonts(settings) }
         let fx = try effectOptions.resolve(config: settings)
@@ -261,7 +287,8 @@ struct Play: ParsableCommand {
         graphSettings.channelAssignments = channelAssignments
         graphSettings.configChannelCount = settings.channels.count
         graphSettings.configLabel = settings.label("channels")
-        let graph = try orFailure { try GraphBuilder.live(graphSettings, soundFont: unit, inputCapacities: [8192, 1024]) }
+        let graph = try orFailure { try GraphBuilder.live(graphSettings, soundFont: unit,
+                                                          inputCapacities: [8192, 1024] + (player != nil ? [FilePlayerSetup.queueCapacity] : [])) }
 
         // 7. Play until stopped.
         var session = LiveSession.Options()
@@ -272,10 +299,15 @@ struct Play: ParsableCommand {
         session.statusLine = isatty(STDERR_FILENO) == 1
         session.duration = duration
         session.benchNotes = benchNotes
-        let status = try orFailure {
-            try LiveSession(graph: graph, device: output, midi: midiInput, fonts: fonts, recorder: recorder,
-                            options: session, log: printError).run()
-        }
+        player?.attach(to: output, transport: transport, keys: !files.contains("-"))
+        defer { player?.finish() }
+        // Standard input carries a file or the keys: no SoundFont paths there.
+        session.readsStandardInput = player == nil || (!files.contains("-") && player?.keys == nil)
+        let live = LiveSession(graph: graph, device: output, midi: midiInput, fonts: fonts, recorder: recorder,
+                               options: session, log: printError)
+        live.player = player?.player
+        let status = try orFailure { try live.run() }
         if status != 0 { throw Failure("", status: status) }
+        if player?.skipped == true { throw Failure("", status: 1) }
     }
 }

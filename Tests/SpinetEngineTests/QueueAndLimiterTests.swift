@@ -89,6 +89,29 @@ struct EventQueueTests {
         #expect(q.dropped == 0)
     }
 
+    /// `retract` takes back the events pushed so far at or after a frame,
+    /// SysEx bytes too; earlier ones and those pushed after it stay.
+    @Test func retractTakesBackWhatWasQueuedFromAFrame() {
+        let q = EventQueue(capacity: 16, byteCapacity: 64)
+        q.push(EngineEvent(frame: 10, .noteOn(channel: 0, key: 60, velocity: 90)))
+        q.pushSysEx(frame: 20, [0xF0, 0x7E, 0x7F, 0x09, 0x01, 0xF7])
+        q.push(EngineEvent(frame: 30, .noteOff(channel: 0, key: 60, velocity: 0)))
+        q.retract(from: 20)
+        q.push(EngineEvent(frame: 20, .controlChange(channel: 0, controller: 123, value: 0)))
+        q.pushSysEx(frame: 40, [0xF0, 0x01, 0xF7])
+        var seen: [EngineEvent] = []
+        var bytes = [UInt8](repeating: 0, count: 8)
+        while let e = q.peek() {
+            seen.append(e)
+            bytes.withUnsafeMutableBufferPointer { q.pop(sysExDestination: $0.baseAddress) }
+        }
+        #expect(seen == [EngineEvent(frame: 10, .noteOn(channel: 0, key: 60, velocity: 90)),
+                         EngineEvent(frame: 20, .controlChange(channel: 0, controller: 123, value: 0)),
+                         EngineEvent(frame: 40, kind: .sysEx(length: 3))])
+        #expect(Array(bytes[0..<3]) == [0xF0, 0x01, 0xF7], "the retracted SysEx's bytes were skipped")
+        #expect(q.dropped == 0 && q.count == 0)
+    }
+
     @Test func aSysExLargerThanTheByteRingIsRefused() {
         let q = EventQueue(capacity: 8, byteCapacity: 16)
         #expect(!q.pushSysEx(frame: 0, [UInt8](repeating: 0, count: 17)))

@@ -9,7 +9,8 @@ extension JACKTests {
 @Suite("spinet play --driver jack")
 struct JACKCommandTests {
     /// Starts `spinet play` with `arguments` on `server`; its output goes to a file.
-    static func play(_ arguments: [String], server: String) throws -> (Process, URL) {
+    /// `input`: a file for its standard input (default none).
+    static func play(_ arguments: [String], server: String, input: URL? = nil) throws -> (Process, URL) {
         let log = URL(fileURLWithPath: NSTemporaryDirectory() + "spinet-play-jack-\(getpid())-\(UUID().uuidString).log")
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let p = Process()
@@ -21,7 +22,7 @@ struct JACKCommandTests {
         let handle = try FileHandle(forWritingTo: log)
         p.standardOutput = handle
         p.standardError = handle
-        p.standardInput = FileHandle.nullDevice
+        p.standardInput = try input.map { try FileHandle(forReadingFrom: $0) } ?? FileHandle.nullDevice
         var all = sigset_t(), saved = sigset_t()
         sigfillset(&all)
         pthread_sigmask(SIG_UNBLOCK, &all, &saved)      // the child starts with no signal blocked

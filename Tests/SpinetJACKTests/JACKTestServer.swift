@@ -227,6 +227,8 @@ final class JACKTestClient: @unchecked Sendable {
         var lastPeriod = 0
         var stallMicroseconds = 0
         var stallCycles = 0
+        /// Each cycle the transport rolled in: its start frame and the transport's frame then.
+        var rolling: [(frame: Int, transportFrame: Int)] = []
     }
     private let state = Mutex(State())
 
@@ -268,9 +270,12 @@ final class JACKTestClient: @unchecked Sendable {
             return s.stallMicroseconds
         }
         if stall > 0 { usleep(UInt32(stall)) }
+        var position = jack_position_t()
+        let rolling = jack_transport_query(client, &position) == JackTransportRolling
         state.withLock { s in
             s.cyclesSeen += 1
             s.lastPeriod = n
+            if rolling && s.armed && s.rolling.count < 100_000 { s.rolling.append((start, Int(position.frame))) }
             guard s.armed else { return }
             if let midiBuffer {
                 for i in s.order {
@@ -313,6 +318,12 @@ final class JACKTestClient: @unchecked Sendable {
     }
 
     var sentFrames: [Int?] { state.withLock { $0.sentFrames } }
+    var rollingCycles: [(frame: Int, transportFrame: Int)] { state.withLock { $0.rolling } }
+
+    /// The JACK transport: start, stop, locate (to a frame).
+    func transportStart() { jack_transport_start(client) }
+    func transportStop() { jack_transport_stop(client) }
+    func transportLocate(_ frame: Int) { _ = jack_transport_locate(client, jack_nframes_t(frame)) }
     var allSent: Bool { state.withLock { s in s.armed && !s.sentFrames.contains { $0 == nil } } }
     var recordingFull: Bool { state.withLock { $0.recording.count >= $0.recordingCapacity } }
     /// The recording and the absolute frame of its first sample.
