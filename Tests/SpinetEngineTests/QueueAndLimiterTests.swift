@@ -228,3 +228,31 @@ struct LimiterTests {
         #expect(l.allSatisfy { $0 == 0 } && r.allSatisfy { $0 == 0 })
     }
 }
+
+/// The limiter's exact output for a fixed input (hash of the bit patterns):
+/// how it keeps its buffers must not change one bit of what it renders.
+@Suite("Limiter output bits")
+struct LimiterOutputBitsTests {
+    @Test func loudNoiseInOddBlocks() {
+        var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
+        var rng = SplitMix64(seed: 11)
+        let n = 24000
+        var l = (0..<n).map { k in Float(Double(rng.next() % 4001) / 1000 - 2) * (k < n / 2 ? 1 : 0.3) }
+        var r = l.reversed().map { $0 * 0.8 }
+        var gains = [Float](repeating: 0, count: 333)
+        var start = 0
+        l.withUnsafeMutableBufferPointer { lp in
+            r.withUnsafeMutableBufferPointer { rp in
+                gains.withUnsafeMutableBufferPointer { gp in
+                    while start < n {
+                        let count = min(333, n - start)
+                        limiter.process(left: lp.baseAddress! + start, right: rp.baseAddress! + start, frames: count,
+                                        gains: gp.baseAddress!)
+                        start += count
+                    }
+                }
+            }
+        }
+        #expect(BitHash.of(l + r + gains) == 8605158961925030742)
+    }
+}

@@ -12,3 +12,25 @@ import SpinetTestSupport
         #expect(synth.activeVoices == 1)
     }
 }
+
+/// The synth's exact output for fixed notes (hash of the bit patterns): how
+/// it keeps its buffers must not change one bit of what it renders.
+@Suite("Synth output bits")
+struct SynthOutputBitsTests {
+    @Test func chordsOnThreeChannelsInOddBlocks() throws {
+        let synth = try makeSynth()
+        var events: [(frame: Int, message: MIDIMessage)] = []
+        for (i, program) in [0, 1, 3].enumerated() {
+            let c = UInt8(i)
+            events.append((0, .programChange(channel: c, program: UInt8(program))))
+            for (j, key) in [48, 55, 64, 71].enumerated() {
+                events.append((100 * j + 7 * i, .noteOn(channel: c, key: UInt8(key + i), velocity: UInt8(70 + 10 * j))))
+                events.append((9000 + 500 * j, .noteOff(channel: c, key: UInt8(key + i), velocity: 64)))
+            }
+        }
+        events.append((3000, .pitchBend(channel: 1, value: 12000)))
+        events.append((4000, .controlChange(channel: 2, controller: 1, value: 90)))
+        let out = render(synth, frames: 16000, events: events, block: 333)
+        #expect(BitHash.of(out.left + out.right) == 10827355393679098605)
+    }
+}
