@@ -54,19 +54,19 @@ public enum EffectsBenchmark {
         results.append(("reverb (hall)", measure {
             blocks { reverb.process(inputLeft: inL + $0, inputRight: inR + $0, outputLeft: outL + $0, outputRight: outR + $0, frames: $1) }
         }))
-        reverb.deallocate()
+        _ = consume reverb          // frees its buffers before the next is built
 
         var chorus = Chorus(sampleRate: sampleRate, parameters: ChorusPreset.wide.parameters)
         results.append(("chorus (wide, 3 voices)", measure {
             blocks { chorus.process(inputLeft: inL + $0, inputRight: inR + $0, outputLeft: outL + $0, outputRight: outR + $0, frames: $1) }
         }))
-        chorus.deallocate()
+        _ = consume chorus          // frees its buffers before the next is built
 
         var delay = Delay(sampleRate: sampleRate, parameters: DelayPreset.dottedEighth.parameters)
         results.append(("delay (dotted-eighth)", measure {
             blocks { delay.process(inputLeft: inL + $0, inputRight: inR + $0, outputLeft: outL + $0, outputRight: outR + $0, frames: $1) }
         }))
-        delay.deallocate()
+        _ = consume delay          // frees its buffers before the next is built
 
         var equalizer = Equalizer(sampleRate: sampleRate, parameters: .init(
             highPassEnabled: true, highPassFrequency: 30, lowShelfGainDB: 3, highShelfGainDB: -2))

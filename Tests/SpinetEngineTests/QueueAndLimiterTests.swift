@@ -103,7 +103,6 @@ struct LimiterTests {
     /// full scale): no output sample is ever above the ceiling.
     @Test func tortureSignalNeverExceedsTheCeiling() {
         var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
-        defer { limiter.deallocate() }
         var rng = SplitMix64(seed: 7)
         let n = 48000 * 4
         var l = [Float](repeating: 0, count: n), r = [Float](repeating: 0, count: n)
@@ -134,7 +133,6 @@ struct LimiterTests {
     /// bit-identical samples.
     @Test func belowTheKneeIsBitTransparent() {
         var limiter = Limiter(sampleRate: 44100, ceilingDBFS: -1)
-        defer { limiter.deallocate() }
         #expect(abs(20 * log10(Double(limiter.knee)) + 2) < 1e-6)
         let n = 44100
         let input = (0..<n).map { Float(sin(Double($0) * 0.05) * 0.79) }
@@ -156,7 +154,6 @@ struct LimiterTests {
     /// and the ring never overruns its memory.
     @Test func aLongFallingPeakIsLimitedByTheLoudestFrameOfTheWindow() {
         var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
-        defer { limiter.deallocate() }
         let n = 4000 + 48000
         // falls from 4.0 to 1.0 over 4000 frames, strictly, then stays (the gain recovers to the ceiling's)
         var l = (0..<n).map { k in Float(k < 4000 ? 4 - 3 * Double(k) / 4000 : 1) }
@@ -182,7 +179,6 @@ struct LimiterTests {
         var last = -Double.infinity
         for inputDB in [-3.0, -2.0, -1.9, -1.5, -1.0, 0.0, 3.0, 12.0, 24.0] {
             var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
-            defer { limiter.deallocate() }
             let level = Float(pow(10, inputDB / 20))
             var l = [Float](repeating: level, count: 48000), r = l
             l.withUnsafeMutableBufferPointer { lp in
@@ -202,7 +198,6 @@ struct LimiterTests {
     /// After a loud passage the gain recovers fully and exactly.
     @Test func gainReturnsToExactlyOneAfterAPeak() {
         var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
-        defer { limiter.deallocate() }
         var l = [Float](repeating: 0.5, count: 96000)
         for k in 1000..<1100 { l[k] = 3 }
         var r = l
@@ -217,7 +212,6 @@ struct LimiterTests {
 
     @Test func nanAndInfinityBecomeSilence() {
         var limiter = Limiter(sampleRate: 48000)
-        defer { limiter.deallocate() }
         var l: [Float] = [.nan, .infinity, -.infinity] + [Float](repeating: 0, count: 200)
         var r = l
         l.withUnsafeMutableBufferPointer { lp in
