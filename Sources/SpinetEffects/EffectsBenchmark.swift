@@ -16,11 +16,8 @@ public enum EffectsBenchmark {
         let block = 256
         let seconds = 2.0
         let frames = Int(seconds * sampleRate)
-        let inL = UnsafeMutablePointer<Float>.allocate(capacity: frames)
-        let inR = UnsafeMutablePointer<Float>.allocate(capacity: frames)
-        let outL = UnsafeMutablePointer<Float>.allocate(capacity: frames)
-        let outR = UnsafeMutablePointer<Float>.allocate(capacity: frames)
-        defer { inL.deallocate(); inR.deallocate(); outL.deallocate(); outR.deallocate() }
+        let buffers = FixedBuffer<Float>(repeating: 0, count: 4 * frames)
+        let inL = buffers.pointer, inR = inL + frames, outL = inR + frames, outR = outL + frames
         var seed: UInt64 = 0x2545_F491_4F6C_DD1D
         for i in 0..<frames {
             seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407

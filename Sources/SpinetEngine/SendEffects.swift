@@ -214,9 +214,8 @@ public final class SendEffects {
     /// give the same output for the same input.
     private func warmUp() {
         let n = maxFrames
-        let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 4 * n)
-        defer { buffers.deallocate() }
-        buffers.initialize(repeating: 0, count: 4 * n)
+        let storage = FixedBuffer<Float>(repeating: 0, count: 4 * n)
+        let buffers = storage.pointer
         buffers[0] = 0.5
         buffers[n] = 0.5
         var left = Self.warmUpFrames
