@@ -3,6 +3,7 @@ import Testing
 import SpinetEngine
 import SpinetMIDI
 import SpinetTestSupport
+import SpinetTestTraits
 
 @Suite("EventQueue")
 struct EventQueueTests {
@@ -250,3 +251,29 @@ struct LimiterOutputBitsTests {
         #expect(BitHash.of(l + r + gains) == 8605158961925030742)
     }
 }
+
+/// The limiter and the master bus own their buffers: dropping them frees
+/// every allocation made building and running them (no call to make).
+@Suite("Limiter ownership", .realtimeProbe)
+struct LimiterOwnershipTests {
+    @Test func limiterAndMasterBusFreeAllTheyAllocated() {
+        #expect(RealtimeProbe.isActive)
+        func body() {
+            var limiter = Limiter(sampleRate: 48000)
+            var l = [Float](repeating: 2, count: 64), r = l
+            l.withUnsafeMutableBufferPointer { lp in
+                r.withUnsafeMutableBufferPointer { rp in limiter.process(left: lp.baseAddress!, right: rp.baseAddress!, frames: 64) }
+            }
+            let bus = MasterBus(ceilingDBFS: -1)
+            bus.prepare(sampleRate: 48000, maxFrames: 64)
+            l.withUnsafeMutableBufferPointer { lp in
+                r.withUnsafeMutableBufferPointer { rp in bus.process(left: lp.baseAddress!, right: rp.baseAddress!, frames: 64, set: 0) }
+            }
+        }
+        body()
+        let counts = RealtimeProbe.counts(body)
+        #expect(counts.allocations > 0)
+        #expect(counts.frees == counts.allocations, "\(counts.allocations) allocations, \(counts.frees) frees")
+    }
+}
+

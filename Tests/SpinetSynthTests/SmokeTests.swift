@@ -2,6 +2,7 @@ import Testing
 import SpinetMIDI
 @testable import SpinetSynth
 import SpinetTestSupport
+import SpinetTestTraits
 
 @Suite struct SmokeTests {
     @Test func aNoteSounds() throws {
@@ -32,5 +33,24 @@ struct SynthOutputBitsTests {
         events.append((4000, .controlChange(channel: 2, controller: 1, value: 90)))
         let out = render(synth, frames: 16000, events: events, block: 333)
         #expect(BitHash.of(out.left + out.right) == 10827355393679098605)
+    }
+}
+
+/// The synth owns its buffers: re-preparing it frees the ones it replaces,
+/// and dropping it frees the rest (every allocation made is freed).
+@Suite("Synth ownership", .realtimeProbe)
+struct SynthOwnershipTests {
+    @Test func aPreparedReplayedAndDroppedSynthFreesAllItAllocated() throws {
+        #expect(RealtimeProbe.isActive)
+        func body() throws {
+            let synth = try makeSynth(maxFrames: 256)
+            _ = render(synth, frames: 512, events: [(0, .noteOn(channel: 0, key: 60, velocity: 100))])
+            synth.prepare(sampleRate: 48_000, maxFrames: 128, channels: 32)
+            _ = render(synth, frames: 256, events: [(0, .noteOn(channel: 17, key: 64, velocity: 90))], block: 128)
+        }
+        try body()
+        let counts = try RealtimeProbe.counts(body)
+        #expect(counts.allocations > 0)
+        #expect(counts.frees == counts.allocations, "\(counts.allocations) allocations, \(counts.frees) frees")
     }
 }
