@@ -41,9 +41,9 @@ import Darwin
 ///   in 30-50 ms; delay and depth in 0.5 s, so that even the largest change
 ///   bends the pitch by less than 8 % on the way: nothing ever clicks.
 ///
-/// A value type that owns buffers: call `deallocate()` once, off the render
-/// thread, and do not copy it.
-public struct Chorus {
+/// It owns its buffers and cannot be copied: they are freed when it goes
+/// away (off the render thread, as it was made).
+public struct Chorus: ~Copyable {
     public struct Parameters: Sendable, Hashable {
         /// LFO rate, 0...10 Hz.
         public var rateHz: Double
@@ -124,23 +124,23 @@ public struct Chorus {
     private let mask: Int
     /// Per-frame work buffers of one block: fade, then left and right sums
     /// and voice 0's reads (each with room for a vector past the block).
-    private let scratch: UnsafeMutablePointer<Float>
-    private let bufferLeft: UnsafeMutablePointer<Float>
-    private let bufferRight: UnsafeMutablePointer<Float>
+    private let scratch: FixedBuffer<Float>
+    private let bufferLeft: FixedBuffer<Float>
+    private let bufferRight: FixedBuffer<Float>
     private var writeIndex = 0
 
     // per tap (voice v: left 2v, right 2v+1)
-    private let tapDelay: UnsafeMutablePointer<Float>
-    private let tapDelayEnd: UnsafeMutablePointer<Float>
-    private let tapDelayStep: UnsafeMutablePointer<Float>
+    private let tapDelay: FixedBuffer<Float>
+    private let tapDelayEnd: FixedBuffer<Float>
+    private let tapDelayStep: FixedBuffer<Float>
     // per voice
-    private let voiceGain: UnsafeMutablePointer<Float>
-    private let voiceGainEnd: UnsafeMutablePointer<Float>
-    private let voiceGainStep: UnsafeMutablePointer<Float>
-    // Pointers, not arrays: an array element's modify accessor is a
+    private let voiceGain: FixedBuffer<Float>
+    private let voiceGainEnd: FixedBuffer<Float>
+    private let voiceGainStep: FixedBuffer<Float>
+    // Fixed buffers, not arrays: an array element's modify accessor is a
     // generic coroutine that may allocate in unoptimized builds.
-    private let voiceLevel: UnsafeMutablePointer<SmoothedValue>
-    private let voiceOffset: UnsafeMutablePointer<SmoothedValue>
+    private let voiceLevel: FixedBuffer<SmoothedValue>
+    private let voiceOffset: FixedBuffer<SmoothedValue>
 
     private var lfoPhase = 0.0                  // turns
     private var rate: SmoothedValue
@@ -164,29 +164,31 @@ public struct Chorus {
         let longest = (Self.maxDelayMilliseconds + Self.maxDepthMilliseconds) * sampleRate / 1000
         capacity = DSPMath.powerOfTwo(atLeast: Int(longest.rounded(.up)) + 8)
         mask = capacity - 1
-        bufferLeft = DSPMath.allocateZeroed(capacity + Self.mirrorFrames)
-        bufferRight = DSPMath.allocateZeroed(capacity + Self.mirrorFrames)
-        scratch = DSPMath.allocateZeroed(5 * (Self.block + 4))
+        bufferLeft = FixedBuffer(repeating: 0, count: capacity + Self.mirrorFrames)
+        bufferRight = FixedBuffer(repeating: 0, count: capacity + Self.mirrorFrames)
+        scratch = FixedBuffer(repeating: 0, count: 5 * (Self.block + 4))
         let taps = 2 * Self.maxVoices
-        tapDelay = DSPMath.allocateZeroed(taps)
-        tapDelayEnd = DSPMath.allocateZeroed(taps)
-        tapDelayStep = DSPMath.allocateZeroed(taps)
-        voiceGain = DSPMath.allocateZeroed(Self.maxVoices)
-        voiceGainEnd = DSPMath.allocateZeroed(Self.maxVoices)
-        voiceGainStep = DSPMath.allocateZeroed(Self.maxVoices)
+        tapDelay = FixedBuffer(repeating: 0, count: taps)
+        tapDelayEnd = FixedBuffer(repeating: 0, count: taps)
+        tapDelayStep = FixedBuffer(repeating: 0, count: taps)
+        voiceGain = FixedBuffer(repeating: 0, count: Self.maxVoices)
+        voiceGainEnd = FixedBuffer(repeating: 0, count: Self.maxVoices)
+        voiceGainStep = FixedBuffer(repeating: 0, count: Self.maxVoices)
 
         let levelFrames = Int(0.03 * sampleRate)
         let shapeFrames = Int(0.05 * sampleRate)
         let offsetFrames = Int(0.2 * sampleRate)
         let sweepFrames = Int(0.5 * sampleRate)
-        voiceLevel = .allocate(capacity: Self.maxVoices)
-        voiceOffset = .allocate(capacity: Self.maxVoices)
+        // (Filled as locals through their pointers, then moved in: a
+        // noncopyable value's members can be reached only once it is whole.)
+        let levels = FixedBuffer(repeating: SmoothedValue(0, rampFrames: levelFrames), count: Self.maxVoices)
+        let offsets = FixedBuffer(repeating: SmoothedValue(0, rampFrames: offsetFrames), count: Self.maxVoices)
         for v in 0..<Self.maxVoices {
-            (voiceLevel + v).initialize(to: SmoothedValue(v < p.voices ? 1 / Double(p.voices).squareRoot() : 0,
-                                                          rampFrames: levelFrames))
-            (voiceOffset + v).initialize(to: SmoothedValue(v < p.voices ? Double(v) / Double(p.voices) : 0,
-                                                           rampFrames: offsetFrames))
+            levels.pointer[v] = SmoothedValue(v < p.voices ? 1 / Double(p.voices).squareRoot() : 0, rampFrames: levelFrames)
+            offsets.pointer[v] = SmoothedValue(v < p.voices ? Double(v) / Double(p.voices) : 0, rampFrames: offsetFrames)
         }
+        self.voiceLevel = levels
+        self.voiceOffset = offsets
         rate = SmoothedValue(p.rateHz, rampFrames: shapeFrames)
         // Delay and depth glide slowly enough that the Doppler shift of the
         // glide stays small (at most 8 % for the largest change, 40 ms).
@@ -209,19 +211,11 @@ public struct Chorus {
         }
     }
 
-    /// Frees the buffers. Call once, off the render thread.
-    public mutating func deallocate() {
-        bufferLeft.deallocate(); bufferRight.deallocate(); scratch.deallocate()
-        tapDelay.deallocate(); tapDelayEnd.deallocate(); tapDelayStep.deallocate()
-        voiceGain.deallocate(); voiceGainEnd.deallocate(); voiceGainStep.deallocate()
-        voiceLevel.deallocate(); voiceOffset.deallocate()
-    }
-
     /// Render thread only. Silences the chorus at once; glides jump to their targets.
     public mutating func reset() {
         needsClear = false
-        bufferLeft.update(repeating: 0, count: capacity + Self.mirrorFrames)
-        bufferRight.update(repeating: 0, count: capacity + Self.mirrorFrames)
+        bufferLeft.pointer.update(repeating: 0, count: capacity + Self.mirrorFrames)
+        bufferRight.pointer.update(repeating: 0, count: capacity + Self.mirrorFrames)
         for v in 0..<Self.maxVoices {
             voiceLevel[v].jump(to: voiceLevel[v].target)
             voiceOffset[v].jump(to: voiceOffset[v].target)
@@ -283,7 +277,8 @@ public struct Chorus {
     private mutating func processBlock(inputLeft: UnsafePointer<Float>, inputRight: UnsafePointer<Float>,
                                        outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
                                        offset: Int, count: Int) {
-        let bufferLeft = self.bufferLeft, bufferRight = self.bufferRight, mask = self.mask, capacity = self.capacity
+        let bufferLeft = self.bufferLeft.pointer, bufferRight = self.bufferRight.pointer, mask = self.mask, capacity = self.capacity
+        let scratch = self.scratch.pointer
         let fade = scratch, sumL = scratch + Self.block, sumR = scratch + 2 * (Self.block + 4)
         let feedL = scratch + 3 * (Self.block + 4), feedR = scratch + 4 * (Self.block + 4)
         for n in 0..<count {
@@ -366,7 +361,7 @@ public struct Chorus {
                           feedL: UnsafeMutablePointer<Float>?, feedR: UnsafeMutablePointer<Float>?) {
         let gainStart = voiceGain[v], gainStep = voiceGainStep[v]
         for side in 0..<2 {
-            let buffer = side == 0 ? bufferLeft : bufferRight
+            let buffer = side == 0 ? bufferLeft.pointer : bufferRight.pointer
             let sum = side == 0 ? sumL : sumR
             let feed = side == 0 ? feedL : feedR
             let delayStart = tapDelay[2 * v + side], delayStep = tapDelayStep[2 * v + side]

@@ -53,24 +53,6 @@ enum DSPMath {
 
     static func decibelsToGain(_ dB: Double) -> Double { pow(10, dB / 20) }
 
-    /// `count` zeroed floats from `calloc` (16-byte aligned), for long
-    /// delay lines: a large block comes straight from the kernel, already
-    /// zero, so its pages take no resident memory until the effect writes
-    /// them (a delay no channel sends to costs nothing). Free with `free`.
-    static func allocateSilence(_ count: Int) -> UnsafeMutablePointer<Float> {
-        guard let raw = calloc(max(count, 1), MemoryLayout<Float>.stride) else {
-            fatalError("out of memory allocating a \(count)-frame delay line")
-        }
-        return raw.bindMemory(to: Float.self, capacity: max(count, 1))
-    }
-
-    /// Allocates `count` elements initialized to zero (setup only).
-    static func allocateZeroed<T: Numeric>(_ count: Int) -> UnsafeMutablePointer<T> {
-        let p = UnsafeMutablePointer<T>.allocate(capacity: max(count, 1))
-        p.initialize(repeating: 0, count: max(count, 1))
-        return p
-    }
-
     /// Number of stored values that are subnormal (diagnostics; not render).
     static func subnormalCount(_ p: UnsafeMutablePointer<Float>, _ count: Int) -> Int {
         var n = 0
@@ -195,4 +177,23 @@ extension DSPMath {
         let below = ((bits & 0x7FFF_FFFF) &- Int32(bitPattern: flushThreshold.bitPattern)) &>> 31
         return unsafeBitCast(bits & ~below, to: SIMD4<Float>.self)
     }
+}
+
+/// `count` zeroed floats from `calloc` (16-byte aligned), for long delay
+/// lines: a large block comes straight from the kernel, already zero, so
+/// its pages take no resident memory until the effect writes them (a delay
+/// no channel sends to costs nothing). Owns the memory, as `FixedBuffer`
+/// does: it cannot be copied, and frees it when its owner goes away.
+struct SilentLine: ~Copyable {
+    let pointer: UnsafeMutablePointer<Float>
+
+    /// Allocates: not on the render thread.
+    init(count: Int) {
+        guard let raw = calloc(max(count, 1), MemoryLayout<Float>.stride) else {
+            fatalError("out of memory allocating a \(count)-frame delay line")
+        }
+        pointer = raw.bindMemory(to: Float.self, capacity: max(count, 1))
+    }
+
+    deinit { free(pointer) }
 }

@@ -29,9 +29,9 @@ import Darwin
 ///   transparent (the repeats fall by exactly `feedback` each).
 /// - Feedback, levels and filter corners glide (30-50 ms).
 ///
-/// A value type that owns buffers: call `deallocate()` once, off the render
-/// thread, and do not copy it.
-public struct Delay {
+/// It owns its buffers and cannot be copied: they are freed when it goes
+/// away (off the render thread, as it was made).
+public struct Delay: ~Copyable {
     public enum Time: Sendable, Hashable {
         case milliseconds(Double)
         /// A note value at the tempo set with `setTempo(bpm:)`.
@@ -123,8 +123,8 @@ public struct Delay {
     private let capacity: Int
     private let mask: Int
     private let maxFrames: Int
-    private let bufferLeft: UnsafeMutablePointer<Float>
-    private let bufferRight: UnsafeMutablePointer<Float>
+    private let bufferLeft: SilentLine
+    private let bufferRight: SilentLine
     private var writeIndex = 0
 
     private var tapCurrent: Int
@@ -164,8 +164,8 @@ public struct Delay {
         maxFrames = Int((self.maxDelaySeconds * sampleRate).rounded())
         capacity = DSPMath.powerOfTwo(atLeast: maxFrames + 1)
         mask = capacity - 1
-        bufferLeft = DSPMath.allocateSilence(capacity)
-        bufferRight = DSPMath.allocateSilence(capacity)
+        bufferLeft = SilentLine(count: capacity)
+        bufferRight = SilentLine(count: capacity)
         crossfadeFrames = max(1, Int(Self.crossfadeSeconds * sampleRate))
         delayFrames = 1
         tapCurrent = 1
@@ -192,12 +192,6 @@ public struct Delay {
         updateFilters()
     }
 
-    /// Frees the buffers. Call once, off the render thread.
-    public mutating func deallocate() {
-        free(bufferLeft)
-        free(bufferRight)
-    }
-
     /// Render thread only. Sets the tempo for note-value times (10...400 bpm);
     /// the delay crossfades to the new time.
     public mutating func setTempo(bpm: Double) {
@@ -209,8 +203,8 @@ public struct Delay {
     /// Render thread only. Silences the delay at once; glides jump to their targets.
     public mutating func reset() {
         needsClear = false
-        bufferLeft.update(repeating: 0, count: capacity)
-        bufferRight.update(repeating: 0, count: capacity)
+        bufferLeft.pointer.update(repeating: 0, count: capacity)
+        bufferRight.pointer.update(repeating: 0, count: capacity)
         lowPass.reset()
         highPass.reset()
         tapCurrent = delayFrames
@@ -246,7 +240,7 @@ public struct Delay {
             return
         }
         needsClear = true
-        let bufferLeft = self.bufferLeft, bufferRight = self.bufferRight, mask = self.mask
+        let bufferLeft = self.bufferLeft.pointer, bufferRight = self.bufferRight.pointer, mask = self.mask
 
         var frame = 0
         while frame < frames {

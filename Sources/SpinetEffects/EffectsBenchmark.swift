@@ -16,11 +16,8 @@ public enum EffectsBenchmark {
         let block = 256
         let seconds = 2.0
         let frames = Int(seconds * sampleRate)
-        let inL = UnsafeMutablePointer<Float>.allocate(capacity: frames)
-        let inR = UnsafeMutablePointer<Float>.allocate(capacity: frames)
-        let outL = UnsafeMutablePointer<Float>.allocate(capacity: frames)
-        let outR = UnsafeMutablePointer<Float>.allocate(capacity: frames)
-        defer { inL.deallocate(); inR.deallocate(); outL.deallocate(); outR.deallocate() }
+        let buffers = FixedBuffer<Float>(repeating: 0, count: 4 * frames)
+        let inL = buffers.pointer, inR = inL + frames, outL = inR + frames, outR = outL + frames
         var seed: UInt64 = 0x2545_F491_4F6C_DD1D
         for i in 0..<frames {
             seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
@@ -54,19 +51,19 @@ public enum EffectsBenchmark {
         results.append(("reverb (hall)", measure {
             blocks { reverb.process(inputLeft: inL + $0, inputRight: inR + $0, outputLeft: outL + $0, outputRight: outR + $0, frames: $1) }
         }))
-        reverb.deallocate()
+        _ = consume reverb          // frees its buffers before the next is built
 
         var chorus = Chorus(sampleRate: sampleRate, parameters: ChorusPreset.wide.parameters)
         results.append(("chorus (wide, 3 voices)", measure {
             blocks { chorus.process(inputLeft: inL + $0, inputRight: inR + $0, outputLeft: outL + $0, outputRight: outR + $0, frames: $1) }
         }))
-        chorus.deallocate()
+        _ = consume chorus          // frees its buffers before the next is built
 
         var delay = Delay(sampleRate: sampleRate, parameters: DelayPreset.dottedEighth.parameters)
         results.append(("delay (dotted-eighth)", measure {
             blocks { delay.process(inputLeft: inL + $0, inputRight: inR + $0, outputLeft: outL + $0, outputRight: outR + $0, frames: $1) }
         }))
-        delay.deallocate()
+        _ = consume delay          // frees its buffers before the next is built
 
         var equalizer = Equalizer(sampleRate: sampleRate, parameters: .init(
             highPassEnabled: true, highPassFrequency: 30, lowShelfGainDB: 3, highShelfGainDB: -2))

@@ -23,7 +23,8 @@ import Darwin
 /// - Double-precision filters: a 20 Hz high-pass at 48 kHz has its poles
 ///   within 0.3 % of z = 1.
 ///
-/// Holds no buffers (nothing to deallocate); copying it copies its state.
+/// Holds no buffers, so unlike the send effects it stays copyable: a copy
+/// has its own state.
 public struct Equalizer {
     public struct Parameters: Sendable, Hashable {
         /// High-pass on or off.

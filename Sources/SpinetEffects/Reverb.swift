@@ -87,9 +87,9 @@ import Darwin
 /// 0.5 s (the line lengths slide, which bends the pitch of the tail briefly
 /// rather than clicking).
 ///
-/// A value type that owns buffers: call `deallocate()` once, off the render
-/// thread, and do not copy it (copies share the buffers).
-public struct Reverb {
+/// It owns its buffers and cannot be copied: they are freed when it goes
+/// away (off the render thread, as it was made).
+public struct Reverb: ~Copyable {
     /// Everything a preset sets. Values are clamped to the documented ranges.
     public struct Parameters: Sendable, Hashable {
         /// Delay before the reverberation starts, 0...500 ms.
@@ -199,22 +199,22 @@ public struct Reverb {
     private let lineCapacity: Int                                 // power of two
     private let lineMask: Int
     private let lineStride: Int                                   // lineCapacity + mirrorFrames
-    private let lines: UnsafeMutablePointer<Float>                // 16 × lineStride
+    private let lines: FixedBuffer<Float>                         // 16 × lineStride
     private var writeIndex = 0
 
-    private let lineMilliseconds: UnsafeMutablePointer<Double>    // 16, at size 1
-    private let primes: UnsafeMutablePointer<Int>                 // 16, scratch for prime search
-    private let baseLength: UnsafeMutablePointer<Double>          // 16, current (gliding) length
-    private let baseTarget: UnsafeMutablePointer<Double>          // 16
-    private let baseStep: UnsafeMutablePointer<Double>            // 16
+    private let lineMilliseconds: FixedBuffer<Double>             // 16, at size 1
+    private let primes: FixedBuffer<Int>                          // 16, scratch for prime search
+    private let baseLength: FixedBuffer<Double>                   // 16, current (gliding) length
+    private let baseTarget: FixedBuffer<Double>                   // 16
+    private let baseStep: FixedBuffer<Double>                     // 16
     private var baseRemaining = 0
     private var sizeTarget = -1.0
     private let sizeRampFrames: Int
 
-    private let lineLength: UnsafeMutablePointer<Int>             // 16, whole frames (when not gliding)
-    private let readDelay: UnsafeMutablePointer<Float>            // 16, gliding length now
-    private let readDelayEnd: UnsafeMutablePointer<Float>         // 16
-    private let readDelayStep: UnsafeMutablePointer<Float>        // 16
+    private let lineLength: FixedBuffer<Int>                      // 16, whole frames (when not gliding)
+    private let readDelay: FixedBuffer<Float>                     // 16, gliding length now
+    private let readDelayEnd: FixedBuffer<Float>                  // 16
+    private let readDelayStep: FixedBuffer<Float>                 // 16
     private var lengthsGlide = false                              // this control period
     private var lengthsChanged = true                             // lineLength to update
 
@@ -224,17 +224,17 @@ public struct Reverb {
     // to those at its end.
     // Each LFO is a phasor (cos, sin of its phase) turned by a fixed step
     // every control period: no sine to evaluate.
-    private let lfo: UnsafeMutablePointer<Double>                 // 8 × (cos, sin, step cos, step sin)
+    private let lfo: FixedBuffer<Double>                          // 8 × (cos, sin, step cos, step sin)
     // (Scalars in memory, not SIMD8 lanes: inserting lanes one by one
     // stalled on store forwarding.)
-    private let rotation: UnsafeMutablePointer<Float>             // 8 each: cos, sin at the start; their steps; at the end
+    private let rotation: FixedBuffer<Float>                      // 8 each: cos, sin at the start; their steps; at the end
     private static let cosStart = 0, sinStart = 8, cosStep = 16, sinStep = 24, cosEnd = 32, sinEnd = 40
 
     // early reflections
-    private let reflectionGain: UnsafeMutablePointer<Float>       // 12
-    private let reflectionFrames: UnsafeMutablePointer<Float>     // 12, at size 1
-    private let reflectionWhole: UnsafeMutablePointer<Int>        // 12, steady positions (whole frames)
-    private let reflectionFraction: UnsafeMutablePointer<Float>   // 12, and their fractions
+    private let reflectionGain: FixedBuffer<Float>                // 12
+    private let reflectionFrames: FixedBuffer<Float>              // 12, at size 1
+    private let reflectionWhole: FixedBuffer<Int>                 // 12, steady positions (whole frames)
+    private let reflectionFraction: FixedBuffer<Float>            // 12, and their fractions
     private var reflectionScale: SmoothedValue                    // size scale, glides with the lengths
     private var reflectionScaleRamp = Ramp(0)
     private var earlyLevel: SmoothedValue
@@ -250,17 +250,17 @@ public struct Reverb {
     private let injection: SIMD16<Float>
 
     /// Work buffers for one control period (see `Scratch`).
-    private let scratch: UnsafeMutablePointer<Float>
+    private let scratch: FixedBuffer<Float>
 
     private let preDelayCapacity: Int                             // power of two (+ mirrorFrames allocated)
-    private let preDelayLeft: UnsafeMutablePointer<Float>
-    private let preDelayRight: UnsafeMutablePointer<Float>
+    private let preDelayLeft: FixedBuffer<Float>
+    private let preDelayRight: FixedBuffer<Float>
     private var preDelayIndex = 0
 
-    private let diffuserStorage: UnsafeMutablePointer<Float>
-    private let diffuserOffset: UnsafeMutablePointer<Int>         // 8
-    private let diffuserLength: UnsafeMutablePointer<Int>         // 8
-    private let diffuserIndex: UnsafeMutablePointer<Int>          // 8
+    private let diffuserStorage: FixedBuffer<Float>
+    private let diffuserOffset: FixedBuffer<Int>                  // 8
+    private let diffuserLength: FixedBuffer<Int>                  // 8
+    private let diffuserIndex: FixedBuffer<Int>                   // 8
     private let diffuserTotalSeconds: Double
     private let diffuserStorageCount: Int
 
@@ -318,29 +318,33 @@ public struct Reverb {
         lineCapacity = DSPMath.powerOfTwo(atLeast: Int((longest * sampleRate / 1000).rounded(.up)) + 8 + Self.controlInterval)
         lineMask = lineCapacity - 1
         lineStride = lineCapacity + Self.mirrorFrames
-        lines = DSPMath.allocateZeroed(n * lineStride)
+        lines = FixedBuffer(repeating: 0, count: n * lineStride)
 
-        lineMilliseconds = DSPMath.allocateZeroed(n)
+        // (Buffers are filled as locals through their pointers, then moved
+        // in: a noncopyable value's members can be reached only once it is
+        // whole.)
+        let milliseconds = FixedBuffer<Double>(repeating: 0, count: n)
         for i in 0..<n {
-            lineMilliseconds[i] = Self.shortestLineMilliseconds
+            milliseconds.pointer[i] = Self.shortestLineMilliseconds
                 * pow(Self.longestLineMilliseconds / Self.shortestLineMilliseconds, Double(i) / Double(n - 1))
         }
-        primes = DSPMath.allocateZeroed(n)
-        baseLength = DSPMath.allocateZeroed(n)
-        baseTarget = DSPMath.allocateZeroed(n)
-        baseStep = DSPMath.allocateZeroed(n)
+        self.lineMilliseconds = milliseconds
+        primes = FixedBuffer(repeating: 0, count: n)
+        baseLength = FixedBuffer(repeating: 0, count: n)
+        baseTarget = FixedBuffer(repeating: 0, count: n)
+        baseStep = FixedBuffer(repeating: 0, count: n)
         sizeRampFrames = Int(0.5 * sampleRate)
-        lineLength = DSPMath.allocateZeroed(n)
-        readDelay = DSPMath.allocateZeroed(n)
-        readDelayEnd = DSPMath.allocateZeroed(n)
-        readDelayStep = DSPMath.allocateZeroed(n)
-        lfo = DSPMath.allocateZeroed(4 * (n / 2))
-        reflectionGain = DSPMath.allocateZeroed(Self.reflectionMilliseconds.count)
-        reflectionFrames = DSPMath.allocateZeroed(Self.reflectionMilliseconds.count)
-        reflectionWhole = DSPMath.allocateZeroed(Self.reflectionMilliseconds.count)
-        reflectionFraction = DSPMath.allocateZeroed(Self.reflectionMilliseconds.count)
-        scratch = DSPMath.allocateZeroed(Scratch.count)
-        rotation = DSPMath.allocateZeroed(48)
+        lineLength = FixedBuffer(repeating: 0, count: n)
+        readDelay = FixedBuffer(repeating: 0, count: n)
+        readDelayEnd = FixedBuffer(repeating: 0, count: n)
+        readDelayStep = FixedBuffer(repeating: 0, count: n)
+        let phasors = FixedBuffer<Double>(repeating: 0, count: 4 * (n / 2))
+        let gains = FixedBuffer<Float>(repeating: 0, count: Self.reflectionMilliseconds.count)
+        let reflectionAt = FixedBuffer<Float>(repeating: 0, count: Self.reflectionMilliseconds.count)
+        reflectionWhole = FixedBuffer(repeating: 0, count: Self.reflectionMilliseconds.count)
+        reflectionFraction = FixedBuffer(repeating: 0, count: Self.reflectionMilliseconds.count)
+        scratch = FixedBuffer(repeating: 0, count: Scratch.count)
+        rotation = FixedBuffer(repeating: 0, count: 48)
 
         // Output taps: a sign pattern for the left and the same pattern with
         // half its signs flipped for the right. The two vectors are
@@ -366,11 +370,12 @@ public struct Reverb {
             let spread = (Double(k) * 0.618_033_988_75).truncatingRemainder(dividingBy: 1)
             let increment = (0.3 + 0.8 * spread) / sampleRate * Double(Self.controlInterval)    // turns per period
             let phase = (Double(k) * 0.381_966_011_25).truncatingRemainder(dividingBy: 1)
-            lfo[4 * k] = cos(2 * Double.pi * phase)
-            lfo[4 * k + 1] = sin(2 * Double.pi * phase)
-            lfo[4 * k + 2] = cos(2 * Double.pi * increment)
-            lfo[4 * k + 3] = sin(2 * Double.pi * increment)
+            phasors.pointer[4 * k] = cos(2 * Double.pi * phase)
+            phasors.pointer[4 * k + 1] = sin(2 * Double.pi * phase)
+            phasors.pointer[4 * k + 2] = cos(2 * Double.pi * increment)
+            phasors.pointer[4 * k + 3] = sin(2 * Double.pi * increment)
         }
+        self.lfo = phasors
         // Reflection gains fall by 1.5 dB per tap and have unit total power
         // per side (taps alternate between the same and the opposite input).
         let taps = Self.reflectionsPerSide
@@ -378,31 +383,35 @@ public struct Reverb {
         for k in 0..<taps { power += pow(0.84, 2 * Double(k)) }
         for k in 0..<Self.reflectionMilliseconds.count {
             let index = k % taps
-            reflectionGain[k] = Float(pow(0.84, Double(index)) / power.squareRoot())
-            reflectionFrames[k] = Float(Self.reflectionMilliseconds[k] * sampleRate / 1000)
+            gains.pointer[k] = Float(pow(0.84, Double(index)) / power.squareRoot())
+            reflectionAt.pointer[k] = Float(Self.reflectionMilliseconds[k] * sampleRate / 1000)
         }
+        self.reflectionGain = gains
+        self.reflectionFrames = reflectionAt
 
         let reflectionMax = Self.reflectionMilliseconds.max()!
         preDelayCapacity = DSPMath.powerOfTwo(atLeast: Int((Self.maxPreDelayMilliseconds + reflectionMax) * sampleRate / 1000)
                                                   + 4 + Self.controlInterval)
-        preDelayLeft = DSPMath.allocateZeroed(preDelayCapacity + Self.mirrorFrames)
-        preDelayRight = DSPMath.allocateZeroed(preDelayCapacity + Self.mirrorFrames)
+        preDelayLeft = FixedBuffer(repeating: 0, count: preDelayCapacity + Self.mirrorFrames)
+        preDelayRight = FixedBuffer(repeating: 0, count: preDelayCapacity + Self.mirrorFrames)
 
-        diffuserOffset = DSPMath.allocateZeroed(2 * Self.diffuserCount)
-        diffuserLength = DSPMath.allocateZeroed(2 * Self.diffuserCount)
-        diffuserIndex = DSPMath.allocateZeroed(2 * Self.diffuserCount)
+        let offsets = FixedBuffer<Int>(repeating: 0, count: 2 * Self.diffuserCount)
+        let lengths = FixedBuffer<Int>(repeating: 0, count: 2 * Self.diffuserCount)
+        diffuserIndex = FixedBuffer(repeating: 0, count: 2 * Self.diffuserCount)
         var total = 0
         var longestLeft = 0, longestRight = 0
         for k in 0..<(2 * Self.diffuserCount) {
             let length = DSPMath.prime(atLeast: Int((Self.diffuserMilliseconds[k] * sampleRate / 1000).rounded()),
-                                       excluding: diffuserLength, count: k)
-            diffuserLength[k] = length
-            diffuserOffset[k] = total
+                                       excluding: lengths.pointer, count: k)
+            lengths.pointer[k] = length
+            offsets.pointer[k] = total
             total += length
             if k < Self.diffuserCount { longestLeft += length } else { longestRight += length }
         }
+        self.diffuserOffset = offsets
+        self.diffuserLength = lengths
         diffuserStorageCount = total
-        diffuserStorage = DSPMath.allocateZeroed(total)
+        diffuserStorage = FixedBuffer(repeating: 0, count: total)
         // An allpass of gain g rings for about log(1e-6)/log(g) periods; 0.7^k
         // falls by 120 dB after ~39 periods of the longest stage.
         diffuserTotalSeconds = Double(max(longestLeft, longestRight)) * 10 / sampleRate
@@ -440,17 +449,6 @@ public struct Reverb {
         updateDampingCoefficients()
     }
 
-    /// Frees the buffers. Call once, off the render thread.
-    public mutating func deallocate() {
-        lines.deallocate()
-        for p in [lineMilliseconds, baseLength, baseTarget, baseStep, lfo] { p.deallocate() }
-        primes.deallocate(); lineLength.deallocate(); reflectionWhole.deallocate()
-        for p in [readDelay, readDelayEnd, readDelayStep, reflectionGain, reflectionFrames, reflectionFraction,
-                  scratch, rotation, preDelayLeft, preDelayRight, diffuserStorage] {
-            p.deallocate()
-        }
-        diffuserOffset.deallocate(); diffuserLength.deallocate(); diffuserIndex.deallocate()
-    }
     /// Render thread only. Silences the reverb at once (clears every line);
     /// parameter glides jump to their targets. Costs a pass over the buffers.
     public mutating func reset() {
@@ -486,10 +484,10 @@ public struct Reverb {
         for i in 0..<n where shelfX1[i].isSubnormal || shelfY1[i].isSubnormal {
             shelf += (shelfX1[i].isSubnormal ? 1 : 0) + (shelfY1[i].isSubnormal ? 1 : 0)
         }
-        return DSPMath.subnormalCount(lines, n * lineStride)
-            + DSPMath.subnormalCount(preDelayLeft, preDelayCapacity + Self.mirrorFrames)
-            + DSPMath.subnormalCount(preDelayRight, preDelayCapacity + Self.mirrorFrames)
-            + DSPMath.subnormalCount(diffuserStorage, diffuserStorageCount)
+        return DSPMath.subnormalCount(lines.pointer, n * lineStride)
+            + DSPMath.subnormalCount(preDelayLeft.pointer, preDelayCapacity + Self.mirrorFrames)
+            + DSPMath.subnormalCount(preDelayRight.pointer, preDelayCapacity + Self.mirrorFrames)
+            + DSPMath.subnormalCount(diffuserStorage.pointer, diffuserStorageCount)
             + shelf
             + [dcInLeft, dcOutLeft, dcInRight, dcOutRight].filter(\.isSubnormal).count
     }
@@ -536,12 +534,12 @@ public struct Reverb {
     private mutating func processBlock(inputLeft: UnsafePointer<Float>, inputRight: UnsafePointer<Float>,
                                        outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
                                        offset: Int, count: Int) {
-        let scratch = self.scratch
+        let scratch = self.scratch.pointer
         let fade = scratch + Scratch.fade
         let xL = scratch + Scratch.inputLeft, xR = scratch + Scratch.inputRight
         let earlyL = scratch + Scratch.earlyLeft, earlyR = scratch + Scratch.earlyRight
         let netL = scratch + Scratch.networkLeft, netR = scratch + Scratch.networkRight
-        let preDelayLeft = self.preDelayLeft, preDelayRight = self.preDelayRight
+        let preDelayLeft = self.preDelayLeft.pointer, preDelayRight = self.preDelayRight.pointer
         let preCapacity = preDelayCapacity, preMask = preDelayCapacity - 1
         let mirror = Self.mirrorFrames
 
@@ -644,7 +642,7 @@ public struct Reverb {
         // whole-frame run per line, or per frame with Hermite interpolation
         // while the lengths glide), 16 per frame side by side.
         let n16 = Self.lineCount
-        let lines = self.lines, mask = lineMask, stride = lineStride
+        let lines = self.lines.pointer, mask = lineMask, stride = lineStride
         let reads = scratch + Scratch.reads, writes = scratch + Scratch.writes
         let start = writeIndex
         if lengthsGlide {
@@ -722,8 +720,8 @@ public struct Reverb {
             group &+= 4
         }
         let ys = UnsafeRawPointer(byLine)
-        let cosStart = rotation + Self.cosStart, cosStep = rotation + Self.cosStep
-        let sinStart = rotation + Self.sinStart, sinStep = rotation + Self.sinStep
+        let cosStart = rotation.pointer + Self.cosStart, cosStep = rotation.pointer + Self.cosStep
+        let sinStart = rotation.pointer + Self.sinStart, sinStep = rotation.pointer + Self.sinStep
         let tapLeft = self.tapLeft, tapRight = self.tapRight, injection = self.injection
         let end = start &+ count
         let target = lines + start
@@ -878,7 +876,7 @@ public struct Reverb {
     /// Allpass stage `k` over a block, in place on `x`, with a gain per frame.
     @inline(__always) private mutating func diffuse(_ x: UnsafeMutablePointer<Float>, count: Int, stage k: Int,
                                                      gain: UnsafeMutablePointer<Float>) {
-        let buffer = diffuserStorage + diffuserOffset[k]
+        let buffer = diffuserStorage.pointer + diffuserOffset[k]
         let length = diffuserLength[k]
         var index = diffuserIndex[k]
         var n = 0
@@ -958,10 +956,10 @@ public struct Reverb {
     /// unscaled Hadamard transform after them orthogonal).
     private mutating func setRotations(advancing frames: Int) {
         let depth = modulationDepth.current
-        let r = rotation
+        let r = rotation.pointer
         let perFrame = 1 / Float(max(frames, 1))
         for k in 0..<(Self.lineCount / 2) {
-            let l = lfo + 4 &* k
+            let l = lfo.pointer + 4 &* k
             if frames > 0 {
                 // one period on (frames is always the control interval);
                 // the factor keeps |phasor| at 1 against rounding drift
@@ -1008,7 +1006,7 @@ public struct Reverb {
         let scale = Self.sizeScale(size)
         for i in 0..<Self.lineCount {
             let target = DSPMath.prime(atLeast: Int((lineMilliseconds[i] * scale * sampleRate / 1000).rounded()),
-                                       excluding: primes, count: i)
+                                       excluding: primes.pointer, count: i)
             primes[i] = target
             baseTarget[i] = Double(target)
             if glide {
@@ -1043,10 +1041,10 @@ public struct Reverb {
     private mutating func clearState() {
         needsClear = false
         let n = Self.lineCount
-        lines.update(repeating: 0, count: n * lineStride)
-        preDelayLeft.update(repeating: 0, count: preDelayCapacity + Self.mirrorFrames)
-        preDelayRight.update(repeating: 0, count: preDelayCapacity + Self.mirrorFrames)
-        diffuserStorage.update(repeating: 0, count: diffuserStorageCount)
+        lines.pointer.update(repeating: 0, count: n * lineStride)
+        preDelayLeft.pointer.update(repeating: 0, count: preDelayCapacity + Self.mirrorFrames)
+        preDelayRight.pointer.update(repeating: 0, count: preDelayCapacity + Self.mirrorFrames)
+        diffuserStorage.pointer.update(repeating: 0, count: diffuserStorageCount)
         shelfX1 = .zero
         shelfY1 = .zero
         dcInLeft = 0; dcOutLeft = 0; dcInRight = 0; dcOutRight = 0

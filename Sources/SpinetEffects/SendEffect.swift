@@ -2,7 +2,10 @@
 /// takes a stereo send input and adds its 100 %-wet stereo return to an
 /// output. The input and output are given per call, so one instance can
 /// process any bus (the engine's summed sends, or one stem's).
-public protocol SendEffect {
+///
+/// An effect owns its buffers and need not be copyable (the built-in ones
+/// are not): its buffers go when it does, off the render thread.
+public protocol SendEffect: ~Copyable {
     /// Render thread only. Adds the return of `frames` frames of input to
     /// the outputs. Any frame count, including 0. Allocates nothing, takes
     /// no lock, makes no system call.
@@ -16,11 +19,9 @@ public protocol SendEffect {
     mutating func setTempo(bpm: Double)
     /// Render thread only. Silences the effect at once.
     mutating func reset()
-    /// Frees the effect's buffers. Call once, off the render thread.
-    mutating func deallocate()
 }
 
-extension SendEffect {
+extension SendEffect where Self: ~Copyable {
     public mutating func setTempo(bpm: Double) {}
 }
 

@@ -49,8 +49,8 @@ public final class EventQueue: @unchecked Sendable {
     public let releaseReserve: Int
     private let mask: Int
     private let byteMask: Int
-    private let slots: UnsafeMutablePointer<EngineEvent>
-    private let bytes: UnsafeMutablePointer<UInt8>
+    private let slots: FixedBuffer<EngineEvent>
+    private let bytes: FixedBuffer<UInt8>
     private let head = Atomic<Int>(0)      // next slot to read (consumer owns)
     private let tail = Atomic<Int>(0)      // next slot to write (producer owns)
     private let byteHead = Atomic<Int>(0)
@@ -73,15 +73,8 @@ public final class EventQueue: @unchecked Sendable {
         self.byteCapacity = b
         mask = c - 1
         byteMask = b - 1
-        slots = .allocate(capacity: c)
-        slots.initialize(repeating: EngineEvent(frame: 0, .systemReset), count: c)
-        bytes = .allocate(capacity: b)
-        bytes.initialize(repeating: 0, count: b)
-    }
-
-    deinit {
-        slots.deallocate()
-        bytes.deallocate()
+        slots = FixedBuffer(repeating: EngineEvent(frame: 0, .systemReset), count: c)
+        bytes = FixedBuffer(repeating: 0, count: b)
     }
 
     static func powerOfTwo(atLeast n: Int) -> Int {
@@ -112,7 +105,7 @@ public final class EventQueue: @unchecked Sendable {
             if countingDrop { droppedCount.add(1, ordering: .relaxed) }
             return false
         }
-        (slots + (t & mask)).pointee = event
+        slots[t & mask] = event
         tail.store(t &+ 1, ordering: .releasing)
         return true
     }
@@ -133,7 +126,7 @@ public final class EventQueue: @unchecked Sendable {
         }
         for i in 0..<n { bytes[(bt &+ i) & byteMask] = message[i] }
         byteTail.store(bt &+ n, ordering: .releasing)
-        (slots + (t & mask)).pointee = EngineEvent(frame: frame, kind: .sysEx(length: UInt32(n)))
+        slots[t & mask] = EngineEvent(frame: frame, kind: .sysEx(length: UInt32(n)))
         tail.store(t &+ 1, ordering: .releasing)
         return true
     }
@@ -167,7 +160,7 @@ public final class EventQueue: @unchecked Sendable {
         while true {
             let h = head.load(ordering: .relaxed)
             if h == tail.load(ordering: .acquiring) { return nil }
-            let event = (slots + (h & mask)).pointee
+            let event = slots[h & mask]
             if h < retractTail.load(ordering: .acquiring) && event.frame >= retractFrame.load(ordering: .relaxed) {
                 pop()
                 continue
@@ -182,7 +175,7 @@ public final class EventQueue: @unchecked Sendable {
     @inline(__always)
     public func pop(sysExDestination: UnsafeMutablePointer<UInt8>? = nil) {
         let h = head.load(ordering: .relaxed)
-        if case .sysEx(let length) = (slots + (h & mask)).pointee.kind {
+        if case .sysEx(let length) = slots[h & mask].kind {
             let n = Int(length)
             let bh = byteHead.load(ordering: .relaxed)
             if let dst = sysExDestination {

@@ -1,4 +1,5 @@
 import Glibc
+import SpinetEffects
 
 /// A stereo-linked look-ahead peak limiter with a soft knee: the last stage
 /// before any integer conversion, and the only place in Spinet that stops
@@ -19,7 +20,10 @@ import Glibc
 ///
 /// Below the knee the gain is exactly 1.0 and the signal passes
 /// bit-transparently (only delayed).
-public struct Limiter {
+///
+/// It owns its buffers and cannot be copied: they are freed when it goes
+/// away (off the render thread, as it was made).
+public struct Limiter: ~Copyable {
     public private(set) var ceiling: Float
     /// Where the knee starts (linear): frames quieter than this pass untouched.
     public private(set) var knee: Float
@@ -28,18 +32,18 @@ public struct Limiter {
     private let window: Int
     private let releaseCoefficient: Double
     // delay line (stereo), ring of `lookahead` frames
-    private var delayL: UnsafeMutablePointer<Float>
-    private var delayR: UnsafeMutablePointer<Float>
+    private let delayL: FixedBuffer<Float>
+    private let delayR: FixedBuffer<Float>
     private var delayPos = 0
     // monotonic deque for the running minimum of the required gain
-    private var dequeValue: UnsafeMutablePointer<Double>
-    private var dequeIndex: UnsafeMutablePointer<Int>
+    private let dequeValue: FixedBuffer<Double>
+    private let dequeIndex: FixedBuffer<Int>
     private var dequeStart = 0
     private var dequeCount = 0
     private var frameIndex = 0
     // release stage and box average
     private var envelope: Double = 1
-    private var boxRing: UnsafeMutablePointer<Double>
+    private let boxRing: FixedBuffer<Double>
     private var boxPos = 0
     private var boxSum: Double
     private var boxBelowUnity = 0
@@ -61,11 +65,11 @@ public struct Limiter {
         lookahead = Self.lookaheadFrames(sampleRate: sampleRate, lookaheadSeconds: lookaheadSeconds)
         window = lookahead + 1
         releaseCoefficient = exp(-1 / (max(releaseSeconds, 0.001) * sampleRate))
-        delayL = .allocate(capacity: lookahead); delayL.initialize(repeating: 0, count: lookahead)
-        delayR = .allocate(capacity: lookahead); delayR.initialize(repeating: 0, count: lookahead)
-        dequeValue = .allocate(capacity: window); dequeValue.initialize(repeating: 1, count: window)
-        dequeIndex = .allocate(capacity: window); dequeIndex.initialize(repeating: 0, count: window)
-        boxRing = .allocate(capacity: window); boxRing.initialize(repeating: 1, count: window)
+        delayL = FixedBuffer(repeating: 0, count: lookahead)
+        delayR = FixedBuffer(repeating: 0, count: lookahead)
+        dequeValue = FixedBuffer(repeating: 1, count: window)
+        dequeIndex = FixedBuffer(repeating: 0, count: window)
+        boxRing = FixedBuffer(repeating: 1, count: window)
         boxSum = Double(window)
     }
 
@@ -83,12 +87,6 @@ public struct Limiter {
         knee = Float(pow(10, (ceilingDBFS - kneeWidthDB) / 20))
     }
 
-    /// Frees the buffers. Call once, off the render thread.
-    public mutating func deallocate() {
-        delayL.deallocate(); delayR.deallocate()
-        dequeValue.deallocate(); dequeIndex.deallocate(); boxRing.deallocate()
-    }
-
     /// Render thread. Limits `frames` frames in place (output is delayed by `lookahead`).
     /// `gains`, when given (`frames` floats), receives the gain applied to
     /// each output frame: other signals delayed by `lookahead` frames and
@@ -96,6 +94,8 @@ public struct Limiter {
     public mutating func process(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int,
                                  gains: UnsafeMutablePointer<Float>? = nil) {
         let kneeD = Double(knee)
+        let delayL = self.delayL.pointer, delayR = self.delayR.pointer
+        let dequeValue = self.dequeValue.pointer, dequeIndex = self.dequeIndex.pointer, boxRing = self.boxRing.pointer
         for i in 0..<frames {
             var l = left[i], r = right[i]
             // A NaN or infinity must never reach the output or the gain computer.

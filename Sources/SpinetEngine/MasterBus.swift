@@ -59,10 +59,6 @@ public final class MasterBus: @unchecked Sendable {
         currentGain = masterGain
     }
 
-    deinit {
-        limiter?.deallocate()
-    }
-
     /// Allocates the ramps, the limiter and the EQ. Not on the render thread; once.
     public func prepare(sampleRate: Double, maxFrames: Int) {
         precondition(self.maxFrames == 0, "prepare once")
@@ -81,7 +77,7 @@ public final class MasterBus: @unchecked Sendable {
     public func prepareStems(count: Int) {
         precondition(maxFrames > 0 && stemCount == 0, "prepare the bus, then its stems, once")
         stemCount = count
-        stemDelay = FixedBuffer(repeating: 0, count: 2 * count * limiter!.lookahead)
+        stemDelay = FixedBuffer(repeating: 0, count: 2 * count * latencyFrames)
         frameGains = FixedBuffer(repeating: 1, count: maxFrames)
         limiterGains = FixedBuffer(repeating: 1, count: maxFrames)
         if let e = equalizer { stemEqualizers = Array(repeating: e, count: count) }
@@ -228,7 +224,7 @@ public final class MasterBus: @unchecked Sendable {
         }
         let gains = limiterGains.pointer
         limiter!.process(left: left, right: right, frames: frames, gains: gains)
-        let lookahead = limiter!.lookahead
+        let lookahead = latencyFrames
         s = 0
         while s < stemCount {
             let l = stems[2 * s], r = stems[2 * s + 1]

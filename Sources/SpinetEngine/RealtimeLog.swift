@@ -10,23 +10,16 @@ import Synchronization
 public final class RealtimeLog: @unchecked Sendable {
     public static let slotBytes = 160
     private let slotCount: Int
-    private let storage: UnsafeMutablePointer<UInt8>
-    private let lengths: UnsafeMutablePointer<Int>
+    private let storage: FixedBuffer<UInt8>
+    private let lengths: FixedBuffer<Int>
     private let head = Atomic<Int>(0)
     private let tail = Atomic<Int>(0)
     private let droppedCount = Atomic<Int>(0)
 
     public init(slots: Int = 64) {
         slotCount = slots
-        storage = .allocate(capacity: slots * Self.slotBytes)
-        storage.initialize(repeating: 0, count: slots * Self.slotBytes)
-        lengths = .allocate(capacity: slots)
-        lengths.initialize(repeating: 0, count: slots)
-    }
-
-    deinit {
-        storage.deallocate()
-        lengths.deallocate()
+        storage = FixedBuffer(repeating: 0, count: slots * Self.slotBytes)
+        lengths = FixedBuffer(repeating: 0, count: slots)
     }
 
     public var dropped: Int { droppedCount.load(ordering: .relaxed) }
@@ -43,7 +36,7 @@ public final class RealtimeLog: @unchecked Sendable {
             return
         }
         let slot = t % slotCount
-        let dst = storage + slot * Self.slotBytes
+        let dst = storage.pointer + slot * Self.slotBytes
         var n = 0
         while n < Self.slotBytes {
             let c = UInt8(bitPattern: message[n])
@@ -62,7 +55,7 @@ public final class RealtimeLog: @unchecked Sendable {
         let t = tail.load(ordering: .acquiring)
         while h != t {
             let slot = h % slotCount
-            let buf = UnsafeBufferPointer(start: storage + slot * Self.slotBytes, count: lengths[slot])
+            let buf = UnsafeBufferPointer(start: storage.pointer + slot * Self.slotBytes, count: lengths[slot])
             out.append(String(decoding: buf, as: UTF8.self))
             h &+= 1
         }

@@ -29,14 +29,15 @@ public struct SendBus {
 
 /// One send effect and its idle tracking: an effect whose input has been
 /// silent for longer than its tail is skipped (its output would be silence).
-struct SendSlot<Effect: SendEffect> {
+/// It owns its effect, so it cannot be copied either.
+struct SendSlot<Effect: SendEffect & ~Copyable>: ~Copyable {
     var effect: Effect
     /// Silent input frames in a row (saturating).
     var idle = Int.max
     /// The tail in frames, plus one block.
     var tailFrames: Int
 
-    init(_ effect: Effect, tailFrames: Int) {
+    init(_ effect: consuming Effect, tailFrames: Int) {
         self.effect = effect
         self.tailFrames = tailFrames
     }
@@ -192,19 +193,13 @@ public final class SendEffects {
         if self.delay != nil { self.delay!.tailFrames = Self.tailFrames(self.delay!.effect, sampleRate, maxFrames) }
     }
 
-    deinit {
-        reverb?.effect.deallocate()
-        chorus?.effect.deallocate()
-        delay?.effect.deallocate()
-    }
-
     /// Frames each effect runs once before use (see `warmUp`).
     static let warmUpFrames = 4096
 
     /// How long after its input falls silent an effect keeps running: its
     /// tail plus a margin (1024 frames, not the block size: the frames an
     /// effect runs on must not depend on how the blocks are cut).
-    static func tailFrames(_ effect: some SendEffect, _ sampleRate: Double, _ maxFrames: Int) -> Int {
+    static func tailFrames<Effect: SendEffect & ~Copyable>(_ effect: borrowing Effect, _ sampleRate: Double, _ maxFrames: Int) -> Int {
         Int(effect.tailSeconds * sampleRate) + 1024
     }
 
@@ -219,9 +214,8 @@ public final class SendEffects {
     /// give the same output for the same input.
     private func warmUp() {
         let n = maxFrames
-        let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 4 * n)
-        defer { buffers.deallocate() }
-        buffers.initialize(repeating: 0, count: 4 * n)
+        let storage = FixedBuffer<Float>(repeating: 0, count: 4 * n)
+        let buffers = storage.pointer
         buffers[0] = 0.5
         buffers[n] = 0.5
         var left = Self.warmUpFrames

@@ -89,6 +89,7 @@ public final class SwappableInstrument: InstrumentUnit, @unchecked Sendable {
         precondition(channels <= self.channels)
         self.sampleRate = sampleRate
         self.maxFrames = maxFrames
+        scratch?.left.deallocate()     // a second prepare (a new block size) replaces the first one's block
         let block = UnsafeMutablePointer<Float>.allocate(capacity: 8 * maxFrames)
         block.initialize(repeating: 0, count: 8 * maxFrames)
         scratch = UnitOutput(planar: block, stride: maxFrames)

@@ -165,7 +165,6 @@ public final class LoudnessNormalizer {
             throw Failure(description: "--normalize: cannot read the temporary file back")
         }
         var limiter = Limiter(sampleRate: Double(sampleRate), ceilingDBFS: ceilingDBFS)
-        defer { limiter.deallocate() }
         var state = ebur128_init(2, UInt(sampleRate), Int32(EBUR128_MODE_I.rawValue))
         defer { ebur128_destroy(&state) }
         let g = Float(pow(10, gainDB / 20))

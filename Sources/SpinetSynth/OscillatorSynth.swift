@@ -158,32 +158,32 @@ public final class OscillatorSynth: InstrumentUnit {
     var prepared = false
     var tablesOwner: SampleRateTables?
     var tables: TableView
-    var patches: UnsafeMutablePointer<Patch>
+    var patches: FixedBuffer<Patch>
     var patchCount = 0
-    var programToPatch: UnsafeMutablePointer<Int32>
-    var channels: UnsafeMutablePointer<ChannelState>
-    var voices: UnsafeMutablePointer<Voice>
-    var groups: UnsafeMutablePointer<VoiceGroup>
+    var programToPatch: FixedBuffer<Int32>
+    var channels: FixedBuffer<ChannelState>
+    var voices: FixedBuffer<Voice>
+    var groups: FixedBuffer<VoiceGroup>
     /// Per group, a bit per lane whose voice is not free.
-    var groupLanes: UnsafeMutablePointer<UInt8>
+    var groupLanes: FixedBuffer<UInt8>
     /// The non-fading voice of each (channel, key), or -1.
-    var keyVoice: UnsafeMutablePointer<Int32>
+    var keyVoice: FixedBuffer<Int32>
     /// Interleaved left/right lane sums for one block.
-    var mixBuffer: UnsafeMutablePointer<Lanes>
+    var mixBuffer: FixedBuffer<Lanes>
     /// One control block of oscillator output, between the two sample loops.
-    let oscillatorScratch: UnsafeMutablePointer<Lanes>
+    let oscillatorScratch: FixedBuffer<Lanes>
     /// One control block of panned lane outputs (interleaved left/right),
     /// kept by the filter loop for the effect sends.
-    let sendStash: UnsafeMutablePointer<Lanes>
+    let sendStash: FixedBuffer<Lanes>
     /// Interleaved left/right lane sums of the reverb, chorus and delay
     /// sends for one block, `2 * maxFrames` each.
-    var sendMix: UnsafeMutablePointer<Lanes>
+    var sendMix: FixedBuffer<Lanes>
     /// Per render block, a bit per send (1 reverb, 2 chorus, 4 delay) that
     /// some group fed, so its lane sums are cleared and summed; the others
     /// are written as silence without touching `sendMix`.
     var sendsTouched: UInt8 = 0
     /// Smoothing factor for a control block of n samples, n = 0...16.
-    var smoothing: UnsafeMutablePointer<Float>
+    var smoothing: FixedBuffer<Float>
     var slotCount = 0
     var groupCount = 0
     /// Voices held or releasing (what polyphony limits).
@@ -199,11 +199,11 @@ public final class OscillatorSynth: InstrumentUnit {
     /// Preset per channel set with `setPreset`, kept across resets.
     var channelPresets: [Int: Int32] = [:]
     /// The same, per prepared channel, for the render thread.
-    var channelDefaults: UnsafeMutablePointer<Int32>
+    var channelDefaults: FixedBuffer<Int32>
     var defaultPatch: Int32 = 0
     /// Member channel counts of the lower and upper MPE zone of each port.
-    var lowerZoneMembers: UnsafeMutablePointer<Int>
-    var upperZoneMembers: UnsafeMutablePointer<Int>
+    var lowerZoneMembers: FixedBuffer<Int>
+    var upperZoneMembers: FixedBuffer<Int>
 
     /// - Parameters:
     ///   - presets: the presets program changes choose from.
@@ -217,49 +217,24 @@ public final class OscillatorSynth: InstrumentUnit {
         self.polyphony = max(1, min(polyphony, Self.maximumPolyphony))
         initialMPE = mpe
         tables = SampleRateTables.placeholder.view
-        patches = .allocate(capacity: 1)
-        programToPatch = .allocate(capacity: 128)
-        programToPatch.initialize(repeating: -1, count: 128)
-        channels = .allocate(capacity: 1)
-        voices = .allocate(capacity: 1)
-        groups = .allocate(capacity: 1)
-        groupLanes = .allocate(capacity: 1)
-        keyVoice = .allocate(capacity: 1)
-        channelDefaults = .allocate(capacity: 1)
-        mixBuffer = .allocate(capacity: 1)
-        sendMix = .allocate(capacity: 1)
-        sendStash = .allocate(capacity: 2 * Self.controlBlock)
-        sendStash.initialize(repeating: Lanes(), count: 2 * Self.controlBlock)
-        smoothing = .allocate(capacity: Self.controlBlock + 1)
-        smoothing.initialize(repeating: 1, count: Self.controlBlock + 1)
-        oscillatorScratch = .allocate(capacity: Self.controlBlock)
-        oscillatorScratch.initialize(repeating: Lanes(), count: Self.controlBlock)
-        lowerZoneMembers = .allocate(capacity: 1)
-        upperZoneMembers = .allocate(capacity: 1)
+        // Empty until `prepare` makes the real ones.
+        patches = FixedBuffer()
+        programToPatch = FixedBuffer(repeating: -1, count: 128)
+        channels = FixedBuffer()
+        voices = FixedBuffer()
+        groups = FixedBuffer()
+        groupLanes = FixedBuffer()
+        keyVoice = FixedBuffer()
+        channelDefaults = FixedBuffer()
+        mixBuffer = FixedBuffer()
+        sendMix = FixedBuffer()
+        sendStash = FixedBuffer(repeating: Lanes(), count: 2 * Self.controlBlock)
+        smoothing = FixedBuffer(repeating: 1, count: Self.controlBlock + 1)
+        oscillatorScratch = FixedBuffer(repeating: Lanes(), count: Self.controlBlock)
+        lowerZoneMembers = FixedBuffer()
+        upperZoneMembers = FixedBuffer()
         for (i, p) in presets.presets.enumerated() { programToPatch[p.program] = Int32(i) }
         defaultPatch = programToPatch[0] >= 0 ? programToPatch[0] : 0
-    }
-
-    deinit {
-        freeBuffers()
-        programToPatch.deallocate()
-        smoothing.deallocate()
-        oscillatorScratch.deallocate()
-        sendStash.deallocate()
-    }
-
-    private func freeBuffers() {
-        patches.deallocate()
-        channels.deallocate()
-        voices.deallocate()
-        groups.deallocate()
-        groupLanes.deallocate()
-        keyVoice.deallocate()
-        channelDefaults.deallocate()
-        mixBuffer.deallocate()
-        sendMix.deallocate()
-        lowerZoneMembers.deallocate()
-        upperZoneMembers.deallocate()
     }
 
     /// Makes `channel` (global: port * 16 + channel) play a preset, by name
@@ -299,7 +274,7 @@ public final class OscillatorSynth: InstrumentUnit {
     /// tables for `sampleRate`; may be called again to re-prepare (all sound stops).
     public func prepare(sampleRate: Double, maxFrames: Int, channels channelCount: Int) {
         precondition(sampleRate > 0 && maxFrames > 0 && channelCount > 0)
-        freeBuffers()
+        // (Each buffer assigned below frees the one it replaces.)
         self.sampleRate = sampleRate
         self.maxFrames = maxFrames
         self.channelCount = channelCount
@@ -308,35 +283,24 @@ public final class OscillatorSynth: InstrumentUnit {
         tables = shared.view
 
         patchCount = bank.presets.count
-        patches = .allocate(capacity: patchCount)
-        for (i, p) in bank.presets.enumerated() {
-            (patches + i).initialize(to: Patch(p, sampleRate: sampleRate))
-        }
+        let bank = self.bank
+        patches = FixedBuffer(count: patchCount) { Patch(bank.presets[$0], sampleRate: sampleRate) }
 
         let reserve = max(4, polyphony / 4)
         slotCount = (polyphony + reserve + laneCount - 1) / laneCount * laneCount
         groupCount = slotCount / laneCount
-        voices = .allocate(capacity: slotCount)
-        voices.initialize(repeating: Voice(), count: slotCount)
-        groups = .allocate(capacity: groupCount)
-        groups.initialize(repeating: VoiceGroup(), count: groupCount)
-        groupLanes = .allocate(capacity: groupCount)
-        groupLanes.initialize(repeating: 0, count: groupCount)
-        self.channels = .allocate(capacity: channelCount)
-        self.channels.initialize(repeating: ChannelState(), count: channelCount)
-        keyVoice = .allocate(capacity: channelCount * 128)
-        keyVoice.initialize(repeating: -1, count: channelCount * 128)
-        channelDefaults = .allocate(capacity: channelCount)
-        for c in 0..<channelCount { (channelDefaults + c).initialize(to: channelPresets[c] ?? defaultPatch) }
-        mixBuffer = .allocate(capacity: 2 * maxFrames)
-        mixBuffer.initialize(repeating: Lanes(), count: 2 * maxFrames)
-        sendMix = .allocate(capacity: 3 * 2 * maxFrames)
-        sendMix.initialize(repeating: Lanes(), count: 3 * 2 * maxFrames)
+        voices = FixedBuffer(repeating: Voice(), count: slotCount)
+        groups = FixedBuffer(repeating: VoiceGroup(), count: groupCount)
+        groupLanes = FixedBuffer(repeating: 0, count: groupCount)
+        self.channels = FixedBuffer(repeating: ChannelState(), count: channelCount)
+        keyVoice = FixedBuffer(repeating: -1, count: channelCount * 128)
+        let presets = channelPresets, defaultPatch = self.defaultPatch
+        channelDefaults = FixedBuffer(count: channelCount) { presets[$0] ?? defaultPatch }
+        mixBuffer = FixedBuffer(repeating: Lanes(), count: 2 * maxFrames)
+        sendMix = FixedBuffer(repeating: Lanes(), count: 3 * 2 * maxFrames)
         let ports = (channelCount + 15) / 16
-        lowerZoneMembers = .allocate(capacity: ports)
-        lowerZoneMembers.initialize(repeating: 0, count: ports)
-        upperZoneMembers = .allocate(capacity: ports)
-        upperZoneMembers.initialize(repeating: 0, count: ports)
+        lowerZoneMembers = FixedBuffer(repeating: 0, count: ports)
+        upperZoneMembers = FixedBuffer(repeating: 0, count: ports)
 
         for n in 0...Self.controlBlock {
             smoothing[n] = Float(1 - exp(-Double(n) / (Self.smoothingSeconds * sampleRate)))
@@ -451,7 +415,7 @@ public final class OscillatorSynth: InstrumentUnit {
             }
             return
         }
-        let mix = mixBuffer
+        let mix = mixBuffer.pointer, sendMix = self.sendMix.pointer
         mix.update(repeating: Lanes(), count: 2 * frames)
         sendsTouched = 0
         let sendLanes = sends == nil ? nil : sendMix

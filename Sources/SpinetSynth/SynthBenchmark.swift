@@ -63,9 +63,8 @@ public enum SynthBenchmark {
             let key = UInt8(24 + (v / 16) % 80)
             synth.receive(.noteOn(channel: channel, key: key, velocity: UInt8(60 + v % 60)))
         }
-        let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 8 * block)
-        buffers.initialize(repeating: 0, count: 8 * block)
-        defer { buffers.deallocate() }
+        let storage = FixedBuffer<Float>(repeating: 0, count: 8 * block)
+        let buffers = storage.pointer
         let left = buffers, right = buffers + block
         let output = UnitOutput(left: left, right: right,
                                 reverbLeft: buffers + 2 * block, reverbRight: buffers + 3 * block,

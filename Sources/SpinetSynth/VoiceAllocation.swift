@@ -93,7 +93,7 @@ extension OscillatorSynth {
     func start(slot v: Int, channel c: Int, control: Int, key: UInt8, velocity: UInt8, patch patchIndex: Int) {
         let patch = patches[patchIndex]
         let gi = v / laneCount, l = v % laneCount
-        let channel = channels + control
+        let channel = channels.pointer + control
         let (velocityGain, cutoff) = dynamics(patch, key: key, velocity: velocity, soft: channel.pointee.soft)
 
         var g = groups[gi]

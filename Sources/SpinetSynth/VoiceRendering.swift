@@ -29,10 +29,10 @@ extension OscillatorSynth {
     /// effect sends into `sends` (reverb, chorus, delay: each interleaved
     /// left/right lane sums, `2 * maxFrames` apart; see `sendsTouched`).
     func renderGroup(_ gi: Int, frames: Int, into mix: UnsafeMutablePointer<Lanes>, sends: UnsafeMutablePointer<Lanes>?) {
-        let g = groups + gi
+        let g = groups.pointer + gi
         let tables = self.tables
-        let channels = UnsafePointer(self.channels)
-        let scratch = oscillatorScratch
+        let channels = UnsafePointer(self.channels.pointer)
+        let scratch = oscillatorScratch.pointer
         var done = 0
         while done < frames {
             let n = frames - done < Self.controlBlock ? frames - done : Self.controlBlock
@@ -203,7 +203,7 @@ extension OscillatorSynth {
             filter.render(input: input, output: mix + 2 * done, frames: n)
             return
         }
-        let stash = sendStash
+        let stash = sendStash.pointer
         filter.render(input: input, output: mix + 2 * done, stash: stash, frames: n)
         let stride = 2 * maxFrames
         let inverseN = 1 / Float(n)

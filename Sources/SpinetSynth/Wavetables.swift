@@ -1,4 +1,5 @@
 import Glibc
+import SpinetEngine
 import Synchronization
 
 /// Band-limited oscillator tables, mip-mapped per quarter octave.
@@ -51,7 +52,7 @@ final class SampleRateTables: @unchecked Sendable {
     /// above the partial limit and the tone is silent.
     let mipCount: Int
     /// All tables, one allocation: saw mips, triangle mips, sine, silence.
-    let storage: UnsafeMutablePointer<Float>
+    let storage: FixedBuffer<Float>
     let sawBase: Int32
     let triangleBase: Int32
     let sineBase: Int32
@@ -59,7 +60,7 @@ final class SampleRateTables: @unchecked Sendable {
 
     /// Filter coefficient g = tan(π·fc/fs) for cutoff pitches 0 ..< 160
     /// semitones (MIDI scale) in quarter semitones, fc limited to 0.49·fs.
-    let cutoffG: UnsafeMutablePointer<Float>
+    let cutoffG: FixedBuffer<Float>
     static let cutoffSteps = 640
 
     private init(sampleRate: Double) {
@@ -69,8 +70,8 @@ final class SampleRateTables: @unchecked Sendable {
         while Self.lowestTop * pow(2, Double(mips) / 4) <= limit { mips += 1 }
         mipCount = mips
         let tables = 2 * mips + 2
-        storage = .allocate(capacity: tables * Self.stride)
-        storage.initialize(repeating: 0, count: tables * Self.stride)
+        let buffer = FixedBuffer<Float>(repeating: 0, count: tables * Self.stride)
+        let storage = buffer.pointer
         sawBase = 0
         triangleBase = Int32(mips * Self.stride)
         sineBase = Int32(2 * mips * Self.stride)
@@ -94,23 +95,19 @@ final class SampleRateTables: @unchecked Sendable {
         }
         let sine = storage + Int(sineBase)
         for i in 0...n { sine[i] = Float(sin(2 * Double.pi * Double(i) / Double(n))) }
+        self.storage = buffer
 
-        cutoffG = .allocate(capacity: Self.cutoffSteps + 1)
-        for i in 0...Self.cutoffSteps {
+        cutoffG = FixedBuffer(count: Self.cutoffSteps + 1) { i in
             let pitch = Double(i) / 4
             let hz = min(440 * pow(2, (pitch - 69) / 12), 0.49 * sampleRate)
-            cutoffG[i] = Float(tan(Double.pi * hz / sampleRate))
+            return Float(tan(Double.pi * hz / sampleRate))
         }
     }
 
     /// Curve ratios that keep a segment's first step no steeper than a
     /// straight ramp over the minimum ramp time: entry i is for a segment
     /// 1 + i/32 times that long (see `curveRatio`).
-    let ratioTable: UnsafeMutablePointer<Float> = {
-        let table = UnsafeMutablePointer<Float>.allocate(capacity: 225)
-        for i in 0...224 { table[i] = Float(SampleRateTables.ratioForSlope(1 + Double(i) / 32)) }
-        return table
-    }()
+    let ratioTable = FixedBuffer<Float>(count: 225) { Float(SampleRateTables.ratioForSlope(1 + Double($0) / 32)) }
 
     /// The smallest curve ratio r whose initial slope, (1+r)·ln(1+1/r) times
     /// that of a straight line, is at most `x` times the straight line's.
@@ -125,7 +122,8 @@ final class SampleRateTables: @unchecked Sendable {
         return exp(hi)
     }
 
-    // Never freed: the cache holds one per sample rate for the process's life.
+    // The cache holds one per sample rate for the process's life (their
+    // buffers go with them, as FixedBuffer members).
 
     private static let cache = Mutex<[UInt64: SampleRateTables]>([:])
 
@@ -146,8 +144,8 @@ final class SampleRateTables: @unchecked Sendable {
 
     /// The tables as plain values for the render thread (no reference counting).
     var view: TableView {
-        TableView(storage: storage, mipCount: Int32(mipCount), sawBase: sawBase, triangleBase: triangleBase,
-                  sineBase: sineBase, silentBase: silentBase, cutoffG: cutoffG, ratioTable: ratioTable)
+        TableView(storage: storage.pointer, mipCount: Int32(mipCount), sawBase: sawBase, triangleBase: triangleBase,
+                  sineBase: sineBase, silentBase: silentBase, cutoffG: cutoffG.pointer, ratioTable: ratioTable.pointer)
     }
 }
 

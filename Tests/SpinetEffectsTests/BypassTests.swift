@@ -16,7 +16,6 @@ struct BypassTests {
     /// tone and the effect adds its return. Bypass toggles at `toggles`.
     func sendMix(toggling: Bool, _ make: () -> any SendEffect) -> [Float] {
         var effect = make()
-        defer { effect.free() }
         let tone = Measure.sine(frequency: 220, amplitude: 0.5, frames: 48000, sampleRate: fs)
         var mix = tone
         var bypassed = false
@@ -94,38 +93,34 @@ protocol SendEffect {
     var bypassed: Bool { get set }
     /// Adds the return of mono `input` to both... to `output` (left only).
     mutating func add(_ input: UnsafePointer<Float>, _ output: UnsafeMutablePointer<Float>, _ frames: Int)
-    mutating func free()
 }
 
-struct ReverbSend: SendEffect {
+final class ReverbSend: SendEffect {
     var effect: Reverb
-    var scratch = UnsafeMutablePointer<Float>.allocate(capacity: 4096)
-    init(_ effect: Reverb) { self.effect = effect }
+    let scratch = FixedBuffer<Float>(repeating: 0, count: 4096)
+    init(_ effect: consuming Reverb) { self.effect = effect }
     var bypassed: Bool { get { effect.isBypassed } set { effect.isBypassed = newValue } }
-    mutating func add(_ input: UnsafePointer<Float>, _ output: UnsafeMutablePointer<Float>, _ frames: Int) {
-        effect.process(inputLeft: input, inputRight: input, outputLeft: output, outputRight: scratch, frames: frames)
+    func add(_ input: UnsafePointer<Float>, _ output: UnsafeMutablePointer<Float>, _ frames: Int) {
+        effect.process(inputLeft: input, inputRight: input, outputLeft: output, outputRight: scratch.pointer, frames: frames)
     }
-    mutating func free() { effect.deallocate(); scratch.deallocate() }
 }
 
-struct ChorusSend: SendEffect {
+final class ChorusSend: SendEffect {
     var effect: Chorus
-    var scratch = UnsafeMutablePointer<Float>.allocate(capacity: 4096)
-    init(_ effect: Chorus) { self.effect = effect }
+    let scratch = FixedBuffer<Float>(repeating: 0, count: 4096)
+    init(_ effect: consuming Chorus) { self.effect = effect }
     var bypassed: Bool { get { effect.isBypassed } set { effect.isBypassed = newValue } }
-    mutating func add(_ input: UnsafePointer<Float>, _ output: UnsafeMutablePointer<Float>, _ frames: Int) {
-        effect.process(inputLeft: input, inputRight: input, outputLeft: output, outputRight: scratch, frames: frames)
+    func add(_ input: UnsafePointer<Float>, _ output: UnsafeMutablePointer<Float>, _ frames: Int) {
+        effect.process(inputLeft: input, inputRight: input, outputLeft: output, outputRight: scratch.pointer, frames: frames)
     }
-    mutating func free() { effect.deallocate(); scratch.deallocate() }
 }
 
-struct DelaySend: SendEffect {
+final class DelaySend: SendEffect {
     var effect: Delay
-    var scratch = UnsafeMutablePointer<Float>.allocate(capacity: 4096)
-    init(_ effect: Delay) { self.effect = effect }
+    let scratch = FixedBuffer<Float>(repeating: 0, count: 4096)
+    init(_ effect: consuming Delay) { self.effect = effect }
     var bypassed: Bool { get { effect.isBypassed } set { effect.isBypassed = newValue } }
-    mutating func add(_ input: UnsafePointer<Float>, _ output: UnsafeMutablePointer<Float>, _ frames: Int) {
-        effect.process(inputLeft: input, inputRight: input, outputLeft: output, outputRight: scratch, frames: frames)
+    func add(_ input: UnsafePointer<Float>, _ output: UnsafeMutablePointer<Float>, _ frames: Int) {
+        effect.process(inputLeft: input, inputRight: input, outputLeft: output, outputRight: scratch.pointer, frames: frames)
     }
-    mutating func free() { effect.deallocate(); scratch.deallocate() }
 }

@@ -9,7 +9,6 @@ struct ChorusTests {
 
     func render(_ parameters: Chorus.Parameters, _ input: [Float]) -> (left: [Float], right: [Float]) {
         var chorus = Chorus(sampleRate: fs, parameters: parameters)
-        defer { chorus.deallocate() }
         return Measure.render(left: input, right: input) {
             chorus.process(inputLeft: $0, inputRight: $1, outputLeft: $2, outputRight: $3, frames: $4)
         }
@@ -72,7 +71,6 @@ struct ChorusTests {
             steady = max(steady, SignalAnalysis.maxStep(out.left[9600...]), SignalAnalysis.maxStep(out.right[9600...]))
         }
         var chorus = Chorus(sampleRate: fs, parameters: settings[0])
-        defer { chorus.deallocate() }
         var frame = 0
         let out = Measure.render(left: input, right: input, block: 100) {
             if frame > 0 && frame % 19200 == 0 { chorus.parameters = settings[(frame / 19200) % settings.count] }

@@ -23,7 +23,6 @@ struct DelayTests {
     @Test func stereoEchoesArriveExactlyOnTimeWithExactFeedback() {
         var delay = Delay(sampleRate: fs, parameters: .init(time: .milliseconds(250), mode: .stereo, feedback: 0.5,
                                                              lowPassHz: nil, highPassHz: nil, wetLevel: 1))
-        defer { delay.deallocate() }
         #expect(delay.delayFrames == 12000)
         let out = render(&delay, left: Measure.impulse(50000), right: [Float](repeating: 0, count: 50000))
         let left = echoes(out.left)
@@ -41,7 +40,6 @@ struct DelayTests {
     @Test func pingPongAlternatesSides() {
         var delay = Delay(sampleRate: fs, parameters: .init(time: .milliseconds(100), mode: .pingPong, feedback: 0.6,
                                                              lowPassHz: nil, highPassHz: nil))
-        defer { delay.deallocate() }
         let x = Measure.impulse(20000)
         let out = render(&delay, left: x, right: x)     // mono input: (L + R) / 2 = the impulse
         #expect(echoes(out.left).map(\.frame) == [4800, 14400])
@@ -57,7 +55,6 @@ struct DelayTests {
     @Test func tempoSyncedTimesAreExact() {
         var delay = Delay(sampleRate: fs, parameters: .init(time: .note(.dottedEighth), mode: .stereo, feedback: 0,
                                                              lowPassHz: nil, highPassHz: nil), bpm: 120)
-        defer { delay.deallocate() }
         #expect(delay.delayFrames == 18000)    // 0.375 s × 48 kHz
         let first = render(&delay, left: Measure.impulse(20000), right: Measure.impulse(20000))
         #expect(echoes(first.left).map(\.frame) == [18000])
@@ -106,7 +103,6 @@ struct DelayTests {
         }
         var delay = Delay(sampleRate: fs, parameters: .init(time: .milliseconds(100), mode: .stereo, feedback: 0.8,
                                                              lowPassHz: 2000, highPassHz: 300))
-        defer { delay.deallocate() }
         let out = render(&delay, left: Measure.impulse(4 * 4800 + 2048), right: Measure.impulse(4 * 4800 + 2048))
         var treble: [Double] = [], bass: [Double] = []
         for k in 1...4 {
@@ -123,7 +119,6 @@ struct DelayTests {
     /// the tone's own.
     @Test func changingTheTimeDoesNotClick() {
         var delay = Delay(sampleRate: fs, parameters: .init(time: .milliseconds(200), mode: .pingPong, feedback: 0.5))
-        defer { delay.deallocate() }
         let x = Measure.sine(frequency: 300, amplitude: 0.5, frames: Int(1.5 * fs), sampleRate: fs)
         var frame = 0
         let out = Measure.render(left: x, right: x, block: 64) {
@@ -144,7 +139,6 @@ struct DelayTests {
     @Test func tailCoversTheRepeats() {
         var delay = Delay(sampleRate: fs, parameters: .init(time: .milliseconds(50), mode: .stereo, feedback: 0.5,
                                                              lowPassHz: nil, highPassHz: nil))
-        defer { delay.deallocate() }
         let frames = Int((delay.tailSeconds + 0.2) * fs)
         let out = render(&delay, left: Measure.impulse(frames), right: Measure.impulse(frames))
         let last = out.left.lastIndex { abs($0) > 1e-6 }!

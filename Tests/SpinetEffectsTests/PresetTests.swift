@@ -84,21 +84,18 @@ struct PresetTests {
             check(preset.name, Measure.render(left: burst, right: burst) {
                 reverb.process(inputLeft: $0, inputRight: $1, outputLeft: $2, outputRight: $3, frames: $4)
             })
-            reverb.deallocate()
         }
         for preset in ChorusPreset.all + (0...7).compactMap({ ChorusPreset(gsType: $0) }) {
             var chorus = Chorus(sampleRate: fs, parameters: preset.parameters)
             check(preset.name, Measure.render(left: burst, right: burst) {
                 chorus.process(inputLeft: $0, inputRight: $1, outputLeft: $2, outputRight: $3, frames: $4)
             })
-            chorus.deallocate()
         }
         for preset in DelayPreset.all + [6, 7].compactMap({ DelayPreset(gsReverbType: $0) }) {
             var delay = Delay(sampleRate: fs, parameters: preset.parameters)
             check(preset.name, Measure.render(left: burst, right: burst) {
                 delay.process(inputLeft: $0, inputRight: $1, outputLeft: $2, outputRight: $3, frames: $4)
             })
-            delay.deallocate()
         }
     }
 }

@@ -33,7 +33,6 @@ struct RealtimeTests {
         let (inL, inR, outL, outR) = buffers()
         defer { inL.deallocate(); inR.deallocate(); outL.deallocate(); outR.deallocate() }
         var reverb = Reverb(sampleRate: fs)
-        defer { reverb.deallocate() }
         var gsType = 0
         expectRealtimeSafe("reverb") {
             reverb.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: 512)
@@ -57,7 +56,6 @@ struct RealtimeTests {
         let (inL, inR, outL, outR) = buffers()
         defer { inL.deallocate(); inR.deallocate(); outL.deallocate(); outR.deallocate() }
         var chorus = Chorus(sampleRate: fs)
-        defer { chorus.deallocate() }
         var type = 0
         expectRealtimeSafe("chorus") {
             chorus.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: 512)
@@ -78,7 +76,6 @@ struct RealtimeTests {
         let (inL, inR, outL, outR) = buffers()
         defer { inL.deallocate(); inR.deallocate(); outL.deallocate(); outR.deallocate() }
         var delay = Delay(sampleRate: fs)
-        defer { delay.deallocate() }
         var bpm = 100.0
         expectRealtimeSafe("delay") {
             delay.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: 512)

@@ -9,7 +9,6 @@ struct ReverbTests {
 
     func impulseResponse(_ parameters: Reverb.Parameters, seconds: Double) -> (left: [Float], right: [Float]) {
         var reverb = Reverb(sampleRate: fs, parameters: parameters)
-        defer { reverb.deallocate() }
         let x = Measure.impulse(Int(seconds * fs))
         return Measure.render(left: x, right: x) {
             reverb.process(inputLeft: $0, inputRight: $1, outputLeft: $2, outputRight: $3, frames: $4)
@@ -111,7 +110,6 @@ struct ReverbTests {
     /// renders can rely on), and ends in exact zeros.
     @Test func tailFallsBelowMinus120dBWithinTailSeconds() {
         var reverb = Reverb(sampleRate: fs, parameters: .init(preDelayMilliseconds: 10, decaySeconds: 0.5))
-        defer { reverb.deallocate() }
         let tail = reverb.tailSeconds
         let x = Measure.impulse(Int((tail + 0.3) * fs))
         let out = Measure.render(left: x, right: x) {
@@ -127,7 +125,6 @@ struct ReverbTests {
     /// silence after it costs no more than music does.
     @Test func silenceAfterTheTailHasNoSubnormalsAndIsNotSlow() {
         var reverb = Reverb(sampleRate: fs, parameters: .init(decaySeconds: 0.15))
-        defer { reverb.deallocate() }
         let block = 12000
         let noise = Measure.noise(block)
         let silence = [Float](repeating: 0, count: block)
@@ -158,7 +155,6 @@ struct ReverbTests {
         // an unflushed tail, 132 000 subnormal values, ran 1.6x slower in a
         // release build; Intel cores are slower still with subnormals.)
         var busy = Reverb(sampleRate: fs, parameters: .init(decaySeconds: 0.15))
-        defer { busy.deallocate() }
         func seconds(_ body: () -> Void) -> Double {
             let start = DispatchTime.now().uptimeNanoseconds
             body()
@@ -190,7 +186,6 @@ struct ReverbTests {
             let out = Measure.render(left: x, right: x, block: block) {
                 reverb.process(inputLeft: $0, inputRight: $1, outputLeft: $2, outputRight: $3, frames: $4)
             }
-            reverb.deallocate()
             results.append(out.left + out.right)
         }
         #expect(results.allSatisfy { $0 == results[0] })
@@ -200,7 +195,6 @@ struct ReverbTests {
     /// output never steps more than the tone itself does.
     @Test func parameterChangesDoNotClick() {
         var reverb = Reverb(sampleRate: fs, parameters: ReverbPreset.room.parameters)
-        defer { reverb.deallocate() }
         let x = Measure.sine(frequency: 200, amplitude: 0.5, frames: Int(1.2 * fs), sampleRate: fs)
         var frame = 0
         let out = Measure.render(left: x, right: x, block: 128) {

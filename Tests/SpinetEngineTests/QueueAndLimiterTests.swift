@@ -3,6 +3,7 @@ import Testing
 import SpinetEngine
 import SpinetMIDI
 import SpinetTestSupport
+import SpinetTestTraits
 
 @Suite("EventQueue")
 struct EventQueueTests {
@@ -126,7 +127,6 @@ struct LimiterTests {
     /// full scale): no output sample is ever above the ceiling.
     @Test func tortureSignalNeverExceedsTheCeiling() {
         var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
-        defer { limiter.deallocate() }
         var rng = SplitMix64(seed: 7)
         let n = 48000 * 4
         var l = [Float](repeating: 0, count: n), r = [Float](repeating: 0, count: n)
@@ -157,7 +157,6 @@ struct LimiterTests {
     /// bit-identical samples.
     @Test func belowTheKneeIsBitTransparent() {
         var limiter = Limiter(sampleRate: 44100, ceilingDBFS: -1)
-        defer { limiter.deallocate() }
         #expect(abs(20 * log10(Double(limiter.knee)) + 2) < 1e-6)
         let n = 44100
         let input = (0..<n).map { Float(sin(Double($0) * 0.05) * 0.79) }
@@ -179,7 +178,6 @@ struct LimiterTests {
     /// and the ring never overruns its memory.
     @Test func aLongFallingPeakIsLimitedByTheLoudestFrameOfTheWindow() {
         var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
-        defer { limiter.deallocate() }
         let n = 4000 + 48000
         // falls from 4.0 to 1.0 over 4000 frames, strictly, then stays (the gain recovers to the ceiling's)
         var l = (0..<n).map { k in Float(k < 4000 ? 4 - 3 * Double(k) / 4000 : 1) }
@@ -205,7 +203,6 @@ struct LimiterTests {
         var last = -Double.infinity
         for inputDB in [-3.0, -2.0, -1.9, -1.5, -1.0, 0.0, 3.0, 12.0, 24.0] {
             var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
-            defer { limiter.deallocate() }
             let level = Float(pow(10, inputDB / 20))
             var l = [Float](repeating: level, count: 48000), r = l
             l.withUnsafeMutableBufferPointer { lp in
@@ -225,7 +222,6 @@ struct LimiterTests {
     /// After a loud passage the gain recovers fully and exactly.
     @Test func gainReturnsToExactlyOneAfterAPeak() {
         var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
-        defer { limiter.deallocate() }
         var l = [Float](repeating: 0.5, count: 96000)
         for k in 1000..<1100 { l[k] = 3 }
         var r = l
@@ -240,7 +236,6 @@ struct LimiterTests {
 
     @Test func nanAndInfinityBecomeSilence() {
         var limiter = Limiter(sampleRate: 48000)
-        defer { limiter.deallocate() }
         var l: [Float] = [.nan, .infinity, -.infinity] + [Float](repeating: 0, count: 200)
         var r = l
         l.withUnsafeMutableBufferPointer { lp in
@@ -251,3 +246,57 @@ struct LimiterTests {
         #expect(l.allSatisfy { $0 == 0 } && r.allSatisfy { $0 == 0 })
     }
 }
+
+/// The limiter's exact output for a fixed input (hash of the bit patterns):
+/// how it keeps its buffers must not change one bit of what it renders.
+@Suite("Limiter output bits")
+struct LimiterOutputBitsTests {
+    @Test func loudNoiseInOddBlocks() {
+        var limiter = Limiter(sampleRate: 48000, ceilingDBFS: -1)
+        var rng = SplitMix64(seed: 11)
+        let n = 24000
+        var l = (0..<n).map { k in Float(Double(rng.next() % 4001) / 1000 - 2) * (k < n / 2 ? 1 : 0.3) }
+        var r = l.reversed().map { $0 * 0.8 }
+        var gains = [Float](repeating: 0, count: 333)
+        var start = 0
+        l.withUnsafeMutableBufferPointer { lp in
+            r.withUnsafeMutableBufferPointer { rp in
+                gains.withUnsafeMutableBufferPointer { gp in
+                    while start < n {
+                        let count = min(333, n - start)
+                        limiter.process(left: lp.baseAddress! + start, right: rp.baseAddress! + start, frames: count,
+                                        gains: gp.baseAddress!)
+                        start += count
+                    }
+                }
+            }
+        }
+        #expect(BitHash.of(l + r + gains) == 8605158961925030742)
+    }
+}
+
+/// The limiter and the master bus own their buffers: dropping them frees
+/// every allocation made building and running them (no call to make).
+@Suite("Limiter ownership", .realtimeProbe)
+struct LimiterOwnershipTests {
+    @Test func limiterAndMasterBusFreeAllTheyAllocated() {
+        #expect(RealtimeProbe.isActive)
+        func body() {
+            var limiter = Limiter(sampleRate: 48000)
+            var l = [Float](repeating: 2, count: 64), r = l
+            l.withUnsafeMutableBufferPointer { lp in
+                r.withUnsafeMutableBufferPointer { rp in limiter.process(left: lp.baseAddress!, right: rp.baseAddress!, frames: 64) }
+            }
+            let bus = MasterBus(ceilingDBFS: -1)
+            bus.prepare(sampleRate: 48000, maxFrames: 64)
+            l.withUnsafeMutableBufferPointer { lp in
+                r.withUnsafeMutableBufferPointer { rp in bus.process(left: lp.baseAddress!, right: rp.baseAddress!, frames: 64, set: 0) }
+            }
+        }
+        body()
+        let counts = RealtimeProbe.counts(body)
+        #expect(counts.allocations > 0)
+        #expect(counts.frees == counts.allocations, "\(counts.allocations) allocations, \(counts.frees) frees")
+    }
+}
+
