@@ -166,9 +166,11 @@ sh = '$(subst ','\'',$(1))'
 
 # Every file `make install` writes, as DIR/NAME: the variable of its
 # directory (under $(DESTDIR)), then its name; `installed` makes the path.
+# The manual's pages go beside the README (DOCDIR/docs/), where its links lead.
+DOC_PAGES = $(sort $(notdir $(wildcard docs/*.md)))
 INSTALLED = BINDIR/spinet FONTDIR/sf_GMbank.sf2 $(addprefix MANDIR/man1/,$(MAN_PAGES)) \
 	BASHCOMPDIR/spinet ZSHCOMPDIR/_spinet FISHCOMPDIR/spinet.fish \
-	USERUNITDIR/spinet.service DOCDIR/README.md DOCDIR/SoundFonts.md
+	USERUNITDIR/spinet.service DOCDIR/README.md DOCDIR/SoundFonts.md $(addprefix DOCDIR/docs/,$(DOC_PAGES))
 installed = $(call sh,$(DESTDIR)$($(firstword $(subst /, ,$(1))))/$(patsubst $(firstword $(subst /, ,$(1)))/%,%,$(1)))
 
 # The man pages and completions, generated from the release build.
@@ -185,7 +187,7 @@ dist-if-stale:
 
 install: dist-if-stale
 	install -d $(foreach d,BINDIR FONTDIR MANDIR BASHCOMPDIR ZSHCOMPDIR FISHCOMPDIR USERUNITDIR DOCDIR,$(call sh,$(DESTDIR)$($(d)))) \
-		$(call sh,$(DESTDIR)$(MANDIR)/man1)
+		$(call sh,$(DESTDIR)$(MANDIR)/man1) $(call sh,$(DESTDIR)$(DOCDIR)/docs)
 	install -m 755 .build/release/spinet $(call installed,BINDIR/spinet)
 	$(STRIP) --remove-section=.comment --remove-section=.note $(call installed,BINDIR/spinet)
 	install -m 644 SoundFonts/sf_GMbank.sf2 $(call installed,FONTDIR/sf_GMbank.sf2)
@@ -201,13 +203,14 @@ install: dist-if-stale
 	chmod 644 $(call installed,USERUNITDIR/spinet.service)
 	install -m 644 README.md $(call installed,DOCDIR/README.md)
 	install -m 644 SoundFonts/README.md $(call installed,DOCDIR/SoundFonts.md)
+	install -m 644 $(addprefix docs/,$(DOC_PAGES)) $(call sh,$(DESTDIR)$(DOCDIR)/docs/)
 	@echo Installed spinet $(VERSION) under $(call sh,$(DESTDIR)$(PREFIX))
 
 # Removes exactly what `make install` wrote (same PREFIX and DESTDIR), and
 # the directories that are Spinet's own (when empty); nothing else.
 uninstall:
 	rm -f $(foreach f,$(INSTALLED),$(call installed,$(f)))
-	rmdir $(call sh,$(DESTDIR)$(FONTDIR)) $(call sh,$(DESTDIR)$(DATADIR)/spinet) $(call sh,$(DESTDIR)$(DOCDIR)) 2>/dev/null || true
+	rmdir $(call sh,$(DESTDIR)$(FONTDIR)) $(call sh,$(DESTDIR)$(DATADIR)/spinet) $(call sh,$(DESTDIR)$(DOCDIR)/docs) $(call sh,$(DESTDIR)$(DOCDIR)) 2>/dev/null || true
 
 # A Debian package of the same files under /usr: out/spinet_VERSION-1_ARCH.deb.
 deb: dist

@@ -44,6 +44,8 @@ start=$SECONDS
 
 pass() { echo "ok    $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL  $1"; [[ -z ${2-} ]] || printf '%s\n' "$2" | sed 's/^/      /' | head -30; failed=$((failed + 1)); }
+# The manual's pages as installed under DIR (DIR/docs/PAGE.md), one per line.
+doc_pages() { local p; for p in docs/*.md; do printf '%s\n' "$1/docs/${p#docs/}"; done; }
 skip() { echo "skip  $1"; skipped=$((skipped + 1)); }
 
 # ---------------------------------------------------------------------------
@@ -59,7 +61,7 @@ odd_path_tests() {
     share/man/man1/spinet{,-render,-play,-ports,-bench}.1 \
     share/bash-completion/completions/spinet share/zsh/site-functions/_spinet \
     share/fish/vendor_completions.d/spinet.fish lib/systemd/user/spinet.service \
-    share/doc/spinet/README.md share/doc/spinet/SoundFonts.md | sort)
+    share/doc/spinet/README.md share/doc/spinet/SoundFonts.md $(doc_pages share/doc/spinet) | sort)
   # 1. PREFIX with a space, no DESTDIR; files named like its first word beside it.
   prefix="$X/my apps"
   echo unrelated >"$X/my"; mkdir -p "$X/apps"; echo unrelated >"$X/apps/bin"
@@ -173,7 +175,7 @@ else
     $P/share/man/man1/spinet{,-render,-play,-ports,-bench}.1 \
     $P/share/bash-completion/completions/spinet $P/share/zsh/site-functions/_spinet \
     $P/share/fish/vendor_completions.d/spinet.fish $P/lib/systemd/user/spinet.service \
-    $P/share/doc/spinet/README.md $P/share/doc/spinet/SoundFonts.md | sort)
+    $P/share/doc/spinet/README.md $P/share/doc/spinet/SoundFonts.md $(doc_pages $P/share/doc/spinet) | sort)
   got=$(cd "$D" && find . -type f | sed 's|^\.||' | sort)
   if [[ $got == "$expected" ]]; then pass "make install: the $(wc -l <<<"$got") files in place under $P"
   else fail "make install: the files installed" "$(diff <(echo "$expected") <(echo "$got"))"; fi
@@ -308,7 +310,7 @@ else
     /usr/share/man/man1/spinet{,-render,-play,-ports,-bench}.1.gz \
     /usr/share/bash-completion/completions/spinet /usr/share/zsh/vendor-completions/_spinet \
     /usr/share/fish/vendor_completions.d/spinet.fish /usr/lib/systemd/user/spinet.service \
-    /usr/share/doc/spinet/{README.md,SoundFonts.md,copyright,changelog.Debian.gz} | sort)
+    /usr/share/doc/spinet/{README.md,SoundFonts.md,copyright,changelog.Debian.gz} $(doc_pages /usr/share/doc/spinet) | sort)
   [[ $contents == "$want" ]] && pass "deb: dpkg-deb --contents shows the $(wc -l <<<"$want") expected files" \
     || fail "deb: dpkg-deb --contents shows the expected files" "$(diff <(echo "$want") <(echo "$contents"))"
   fields=$(dpkg-deb --field "$deb" Version Depends)
