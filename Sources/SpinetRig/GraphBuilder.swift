@@ -34,6 +34,10 @@ public struct GraphSettings: Sendable {
     public var configLabel = ""
     /// Offline: render threads for one file (at most one per channel group).
     public var renderThreads = 1
+    /// Offline: renders running at once in this process (a batch's
+    /// `--jobs`), each with as many players as this one: the voice memory
+    /// budget is for all of them together.
+    public var concurrentRenders = 1
     /// Offline: one stem per channel that plays notes and is heard (see
     /// `GraphBuilder.offline`).
     public var stems = false
@@ -155,7 +159,8 @@ public enum GraphBuilder {
         if laneGroups.isEmpty { laneGroups = [[]] }   // the SoundFont player stays for Bank Select switches back
         let groups = laneGroups.map { lanes in lanes.map(\.channel) }
         let plays = ChannelPartition.playing(schedule, channels: ports * 16)
-        try checkVoiceMemory(options.polyphony, players: groups.count, why: "one per channel group")
+        try checkVoiceMemory(options.polyphony, players: groups.count, why: "one per channel group",
+                             renders: settings.concurrentRenders)
         var units: [SoundFontUnit] = []
         do {
             // FluidSynth shares one copy of the sample data between its synths.
@@ -266,7 +271,8 @@ public enum GraphBuilder {
         let unitCount = count()
         let players = stemChannels.reduce(0) { n, c in n + (synthChannels.contains(c) ? 0 : max(1, lanes.filter { $0.channel == c }.count)) }
         try checkVoiceMemory(settings.soundFont.polyphony, players: players,
-                             why: players == stemChannels.count ? "one per stem" : "for \(stemChannels.count) stems, a busy one split")
+                             why: players == stemChannels.count ? "one per stem" : "for \(stemChannels.count) stems, a busy one split",
+                             renders: settings.concurrentRenders)
         var config = settings.engine
         config.ports = ports
         config.offlineRenderThreads = min(settings.renderThreads, max(1, unitCount))
@@ -330,8 +336,10 @@ public enum GraphBuilder {
 
     /// Refuses, before any player exists, a polyphony whose voices would
     /// take more memory on `players` players than `VoiceMemory.budget`.
-    public static func checkVoiceMemory(_ polyphony: Int, players: Int, why: String) throws(RigError) {
-        if let problem = VoiceMemory.problem(polyphony: polyphony, players: players, why: why) { throw RigError(problem) }
+    /// `renders` renders at once (a batch's --jobs) each run `players` players.
+    public static func checkVoiceMemory(_ polyphony: Int, players: Int, why: String, renders: Int = 1) throws(RigError) {
+        let all = renders > 1 ? why + ", on each of \(renders) files rendered at once: fewer --jobs also fits" : why
+        if let problem = VoiceMemory.problem(polyphony: polyphony, players: players * max(renders, 1), why: all) { throw RigError(problem) }
     }
 
     /// Applies `--channel` values to `synth`; returns the channels that play

@@ -652,6 +652,8 @@ struct RenderSettings: Sendable {
     var polyphony: Int
     /// Render threads for one file.
     var threads: Int
+    /// Files rendered at once (a batch's --jobs): the voice memory budget covers them all.
+    var concurrentFiles = 1
     var gain: Double
     var fluidEffects: Bool
     var quiet: Bool
@@ -693,6 +695,7 @@ extension RenderSettings {
         g.configChannelCount = configChannelCount
         g.configLabel = configLabel
         g.renderThreads = threads
+        g.concurrentRenders = concurrentFiles
         g.stems = stems
         return g
     }

@@ -48,6 +48,13 @@ extension Render {
         guard (1...Self.maxJobs).contains(jobCount) else {
             throw Failure("--jobs \(jobCount) is out of range; use 1 to \(Self.maxJobs)")
         }
+        // Every file rendered at once preallocates its players' voices: the
+        // budget is for them all. Checked here for the one player every
+        // render has at least; each file's own count (two channel groups,
+        // one per stem) is checked as it starts, with the same total.
+        settings.concurrentFiles = min(jobCount, max(inputs.count, 1))
+        try orFailure { try GraphBuilder.checkVoiceMemory(settings.polyphony, players: 1, why: "at least one per file",
+                                                         renders: settings.concurrentFiles) }
         if dataset.notes == "-" {
             throw Failure("--notes - : in batch mode --notes names a directory (DIR/NAME.csv per input), not standard output")
         }

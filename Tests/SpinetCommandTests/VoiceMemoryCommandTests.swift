@@ -57,4 +57,31 @@ struct VoiceMemoryCommandTests {
         #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("mix.wav").path))
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("stems").path).count == 3)
     }
+
+    /// A batch renders `--jobs` files at once, each with its players: the
+    /// budget is for all of them. Refused before any work (no output folder),
+    /// naming --jobs; the same files one at a time fit.
+    @Test func aBatchCountsEveryFileRenderedAtOnce() throws {
+        let dir = try SpinetCommand.temporaryDirectory("voice-memory-jobs")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var inputs: [String] = []
+        for n in 1...8 {
+            let url = try Self.file(channels: n, in: dir)
+            inputs.append(url.path)
+        }
+        let out = dir.appendingPathComponent("out")
+        let started = Date()
+        let r = try SpinetCommand.run(["render"] + inputs + ["-o", out.path + "/", "--jobs", "8", "--soundfont", font,
+                                                              "--polyphony", "65535"])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("--polyphony 65535 on 8 SoundFont players") && r.stderr.contains("8 files rendered at once"),
+                "\(r.stderr)")
+        #expect(r.stderr.contains("use --polyphony 49254 or less"), "\(r.stderr)")
+        #expect(Date().timeIntervalSince(started) < 10)
+        #expect(!FileManager.default.fileExists(atPath: out.path), "nothing made before the refusal")
+        // one file at a time, a plain render: 2 players of 65535 voices (1.4 GB) fit
+        let one = try SpinetCommand.run(["render", inputs[0], "-o", dir.appendingPathComponent("one.wav").path, "--jobs", "1",
+                                         "--soundfont", font, "--polyphony", "20000", "-q"])
+        #expect(one.status == 0, "\(one.stderr)")
+    }
 }
