@@ -120,9 +120,11 @@ public func writeStandardError(_ text: String) {
 }
 
 /// `message` with every control character it echoes (a key named "x\ny" in
-/// a JSON file) shown escaped (`\n`, `\r`, `\t`, `\x1b`), so it stays one line.
+/// a JSON file) shown escaped (`\n`, `\r`, `\t`, `\x1b`, `\u2028`), so it
+/// stays one line: the control characters are `isControlCharacter`'s, as
+/// for every text Spinet writes.
 public func escapingControlCharacters(_ message: String) -> String {
-    guard message.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return message }
+    guard message.unicodeScalars.contains(where: isControlCharacter) else { return message }
     var out = ""
     for u in message.unicodeScalars {
         switch u {
@@ -130,7 +132,8 @@ public func escapingControlCharacters(_ message: String) -> String {
         case "\r": out += "\\r"
         case "\t": out += "\\t"
         default:
-            if u.value < 0x20 || u.value == 0x7F { out += formatted("\\x%02lx", Int(u.value)) } else { out.unicodeScalars.append(u) }
+            if isControlCharacter(u) { out += u.value > 0xFF ? formatted("\\u%04lx", Int(u.value)) : formatted("\\x%02lx", Int(u.value)) }
+            else { out.unicodeScalars.append(u) }
         }
     }
     return out
