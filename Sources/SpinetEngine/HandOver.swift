@@ -69,7 +69,8 @@ public final class HandOver<Object: AnyObject>: @unchecked Sendable {
     /// waits and the last retired one has been collected. Lock- and allocation-free.
     @inline(__always)
     public func take() -> Unmanaged<Object>? {
-        guard retiredSlot.load(ordering: .acquiring) == 0 else { return nil }
+        // (a plain load first: most calls find nothing offered, and pay no exchange)
+        guard pendingSlot.load(ordering: .relaxed) != 0, retiredSlot.load(ordering: .acquiring) == 0 else { return nil }
         let bits = pendingSlot.exchange(0, ordering: .acquiringAndReleasing)
         guard bits != 0 else { return nil }
         return Unmanaged<Object>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)

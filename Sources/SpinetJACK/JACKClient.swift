@@ -116,10 +116,9 @@ public final class JACKClient: @unchecked Sendable {
     /// it adopts a pending graph) or by the supervisor while no process
     /// thread runs.
     let currentGraph = Atomic<UInt>(0)
-    /// A graph waiting to be adopted at the start of the next cycle (+1).
-    let pendingGraph = Atomic<UInt>(0)
-    /// A graph the process thread gave up, for the supervisor to release (+1).
-    let retiredGraph = Atomic<UInt>(0)
+    /// A graph waiting to be adopted at the start of the next cycle, and
+    /// the one the process thread gave up, for the supervisor to release.
+    let graphs = HandOver<JACKGraph>()
     /// The newest graph, for the control thread (statistics, fade-out).
     private let publishedGraph = Mutex<JACKGraph?>(nil)
 
@@ -288,13 +287,9 @@ public final class JACKClient: @unchecked Sendable {
         precondition(buildGraph == nil, "offer(engine:) is for a client made without a builder")
         precondition(engine.maxFrames > 0, "prepare the engine first")
         precondition(engine.configuration.ports >= configuration.midiPorts, "the engine needs a port of 16 channels per JACK MIDI input")
-        guard pendingGraph.load(ordering: .acquiring) == 0 else { return false }
+        guard !graphs.isPending else { return false }
         let graph = JACKGraph(prepared: engine, capacity: configuration.eventsPerCycle)
-        let bits = UInt(bitPattern: Unmanaged.passRetained(graph).toOpaque())
-        guard pendingGraph.compareExchange(expected: 0, desired: bits, ordering: .acquiringAndReleasing).exchanged else {
-            Self.release(bits)
-            return false
-        }
+        guard graphs.offerIfEmpty(graph) else { return false }
         publishedGraph.withLock { $0 = graph }
         return true
     }
@@ -330,8 +325,8 @@ public final class JACKClient: @unchecked Sendable {
         guard !abandoned else { return }
         // No process thread runs now: release every graph.
         Self.release(currentGraph.exchange(0, ordering: .acquiringAndReleasing))
-        Self.release(pendingGraph.exchange(0, ordering: .acquiringAndReleasing))
-        Self.release(retiredGraph.exchange(0, ordering: .acquiringAndReleasing))
+        _ = graphs.withdraw()
+        graphs.collect()
         publishedGraph.withLock { $0 = nil }
     }
 
@@ -443,7 +438,7 @@ public final class JACKClient: @unchecked Sendable {
         // No process thread runs: a graph still waiting to be adopted is
         // dropped (the builder makes one at the new rate). One the host
         // offered stays: the host watches the rate and offers again.
-        if buildGraph != nil { Self.release(pendingGraph.exchange(0, ordering: .acquiringAndReleasing)) }
+        if buildGraph != nil { _ = graphs.withdraw() }
         let current = currentGraph.load(ordering: .acquiring)
         if buildGraph != nil && (current == 0 || Unmanaged<JACKGraph>.fromOpaque(UnsafeRawPointer(bitPattern: current)!).takeUnretainedValue().sampleRate != rate) {
             let graph: JACKGraph
@@ -649,12 +644,12 @@ public final class JACKClient: @unchecked Sendable {
             let rate = serverRate.load(ordering: .acquiring)
             let current = currentGraph.load(ordering: .acquiring)
             let currentRate = current == 0 ? 0 : Unmanaged<JACKGraph>.fromOpaque(UnsafeRawPointer(bitPattern: current)!).takeUnretainedValue().sampleRate
-            if rate > 0 && rate != currentRate && rate != failedRate && pendingGraph.load(ordering: .acquiring) == 0
+            if rate > 0 && rate != currentRate && rate != failedRate && !graphs.isPending
                 && !(buildGraph == nil && hostFollowsRate) {
                 do throws(JACKError) {
                     let graph = try makeGraph(rate: rate)
                     publishedGraph.withLock { $0 = graph }
-                    pendingGraph.store(UInt(bitPattern: Unmanaged.passRetained(graph).toOpaque()), ordering: .releasing)
+                    graphs.offer(graph)
                     notice("the JACK server now runs at \(rate) Hz; Spinet follows (notes sounding were cut)")
                 } catch {
                     notice(error.description)
@@ -740,7 +735,7 @@ public final class JACKClient: @unchecked Sendable {
 
     /// Releases a graph the process thread gave up. Supervisor thread.
     private func releaseRetired() {
-        Self.release(retiredGraph.exchange(0, ordering: .acquiringAndReleasing))
+        graphs.collect()
     }
 
     /// Drops the reference a graph slot held (bits 0: none).

@@ -57,7 +57,7 @@ extension JACKClient: AudioDevice {
 
 extension JACKClient: RateFollowingDevice {
     public func hostWillFollowRate() { hostFollowsRate = true }
-    public var offeredEngineTaken: Bool { pendingGraph.load(ordering: .acquiring) == 0 }
+    public var offeredEngineTaken: Bool { !graphs.isPending }
 }
 
 /// The JACK MIDI inputs of a client, as the session's MIDI input: the

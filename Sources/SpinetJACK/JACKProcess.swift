@@ -194,10 +194,9 @@ extension JACKClient {
     /// and the last one given up has been collected.
     @inline(__always)
     private func adoptPendingGraph() {
-        guard pendingGraph.load(ordering: .relaxed) != 0, retiredGraph.load(ordering: .acquiring) == 0 else { return }
-        let next = pendingGraph.exchange(0, ordering: .acquiringAndReleasing)
-        let old = currentGraph.exchange(next, ordering: .acquiringAndReleasing)
-        retiredGraph.store(old, ordering: .releasing)
+        guard let next = graphs.take() else { return }
+        let old = currentGraph.exchange(UInt(bitPattern: next.toOpaque()), ordering: .acquiringAndReleasing)
+        if old != 0 { graphs.retire(Unmanaged<JACKGraph>.fromOpaque(UnsafeRawPointer(bitPattern: old)!)) }
     }
 
     /// Process thread. Zeroes the outputs; counts the cycle's MIDI as not played.
