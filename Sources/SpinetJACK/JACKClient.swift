@@ -429,7 +429,8 @@ public final class JACKClient: @unchecked Sendable {
         guard let (opened, status) = JACKLibrary.open(configuration.name, server: configuration.server, exactName: true,
                                                       seconds: configuration.callDeadline) else { throw .stuck }
         guard let c = opened else {
-            throw JACKError.openFailed(name: configuration.name, server: configuration.server, status: status)
+            throw JACKError.openFailed(name: configuration.name, server: configuration.server, status: status,
+                                       seconds: configuration.callDeadline)
         }
         let rate = Int(jack_get_sample_rate(c))
         serverRate.store(rate, ordering: .releasing)

@@ -13,15 +13,18 @@ public struct JACKError: Error, CustomStringConvertible, Equatable, Sendable {
     /// (it reports JackServerFailed for one and JackServerError for the
     /// other; PipeWire differs again), so a second client with a name of
     /// JACK's choosing asks the server itself.
-    static func openFailed(name: String, server: String?, status: jack_status_t) -> JACKError {
+    /// `seconds`: the deadline of the probe's libjack calls (the caller's own).
+    static func openFailed(name: String, server: String?, status: jack_status_t,
+                           seconds: Double = JACKLibrary.defaultDeadline) -> JACKError {
         let bits = status.rawValue
         if bits & JackNameNotUnique.rawValue != 0 { return nameTaken(name) }
         if bits & JackVersionError.rawValue != 0 {
             return JACKError("the JACK server speaks another protocol version than this libjack; update one of them")
         }
-        guard let opened = JACKLibrary.open("spinet-probe", server: server, exactName: false) else { return .stuck }
+        guard let opened = JACKLibrary.open("spinet-probe", server: server, exactName: false, seconds: seconds, onBehalfOf: name)
+        else { return .stuck }
         guard let probe = opened.client else { return .noServer }
-        defer { _ = JACKLibrary.close(probe, deactivate: false) }
+        defer { _ = JACKLibrary.close(probe, deactivate: false, seconds: seconds) }
         if let uuid = jack_get_uuid_for_client_name(probe, name) {
             jack_free(uuid)
             return nameTaken(name)

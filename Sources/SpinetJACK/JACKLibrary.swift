@@ -60,9 +60,11 @@ public enum JACKLibrary {
 
     /// Opens a client (see `spinet_jack_client_open`) within `seconds`:
     /// the client, or nil and JACK's status bits; nil when it overran.
-    static func open(_ name: String, server: String?, exactName: Bool,
-                     seconds: Double = defaultDeadline) -> (client: OpaquePointer?, status: jack_status_t)? {
-        bounded("opening the JACK client '\(name)'", seconds: seconds) {
+    /// `onBehalfOf`: the client the user knows, named when this one (a probe
+    /// asking why that one failed) overruns.
+    static func open(_ name: String, server: String?, exactName: Bool, seconds: Double = defaultDeadline,
+                     onBehalfOf: String? = nil) -> (client: OpaquePointer?, status: jack_status_t)? {
+        bounded("opening the JACK client '\(onBehalfOf ?? name)'", seconds: seconds) {
             var status = jack_status_t(rawValue: 0)
             let c = spinet_jack_client_open(name, server, exactName ? 1 : 0, &status)
             return (c, status)

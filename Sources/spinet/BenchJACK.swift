@@ -23,8 +23,7 @@ enum JACKBench {
     /// Runs the measurement at each period, each on a server of its own,
     /// and prints a table.
     static func run(font: String, rate: Int, periods: [Int], cycles: Int, server: String, voices: Int) throws {
-        let candidates: [String] = ["/usr/bin/jackd", "/usr/local/bin/jackd"]
-        guard let jackd = candidates.first(where: { access($0, X_OK) == 0 }) else {
+        guard let jackd = JACKServerProcess.installedJackd else {
             throw Failure("jackd is not installed (Debian: apt-get install jackd2); the JACK figures need it")
         }
         if (try? JACKPorts.list(server: server)) != nil {
@@ -35,7 +34,8 @@ enum JACKBench {
               + "(time per cycle as % of the period; the issue's goal: p99 at or under 25% at 64 frames):")
         print("period   p50      p99      max      cycles  voices  xruns")
         for period in periods {
-            let process = try JACKBenchServer(jackd: jackd, name: server, rate: rate, period: period)
+            let process = JACKServerProcess(executable: jackd, name: server)
+            do { try process.start(rate: rate, period: period, attempts: 4) } catch { throw Failure(error.description) }
             defer { process.stop() }
             let f = try measure(font: font, server: server, cycles: cycles, voices: voices)
             print(formatted("%5ld  %6.1f%%  %6.1f%%  %6.1f%%   %6ld  %6ld  %5ld", f.period, f.p50, f.p99, f.max, f.cycles, f.voices, f.xruns)
@@ -97,94 +97,5 @@ enum JACKBench {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-}
-
-/// A jackd for the bench: the dummy driver, synchronous (-S: the default
-/// asynchronous mode misses cycles on a loaded 2-core machine), a 5 s
-/// client timeout, no real-time scheduling, a private name. It runs under
-/// a small shell that ends it if this process dies (a crash must not leave
-/// a server behind), and on SIGTERM: that shell is what `stop` signals, by
-/// process id, and waits for.
-final class JACKBenchServer {
-    private(set) var pid: pid_t = 0
-    let name: String
-
-    init(jackd: String, name: String, rate: Int, period: Int) throws {
-        self.name = name
-        let watch = """
-            end() { kill $j 2>/dev/null; n=0; while kill -0 $j 2>/dev/null && [ $n -lt 30 ]; do sleep 0.1; n=$((n+1)); done; kill -9 $j 2>/dev/null; wait $j; exit 0; }
-            trap end TERM
-            "$@" & j=$!
-            while kill -0 \(getpid()) 2>/dev/null && kill -0 $j 2>/dev/null; do sleep 0.2 & wait $!; done
-            end
-            """
-        let arguments = ["/bin/sh", "-c", watch, "jackd", jackd, "-n", name, "--no-realtime", "-S", "-t", "5000",
-                         "-d", "dummy", "-r", "\(rate)", "-p", "\(period)"]
-        // A server started just after another of the same name ended can
-        // fail ("server already active"): try a few times.
-        for attempt in 0..<4 {
-            pid = try Self.spawn(arguments, environment: ["JACK_NO_AUDIO_RESERVATION=1", "JACK_DEFAULT_SERVER=\(name)"])
-            let deadline = JACKBench.monotonicNow() + 10
-            while JACKBench.monotonicNow() < deadline {
-                var status: Int32 = 0
-                if waitpid(pid, &status, WNOHANG) == pid { pid = 0; break }
-                if let ports = try? JACKPorts.list(server: name), ports.contains(where: { $0.name == "system:playback_1" }) { return }
-                usleep(50_000)
-            }
-            stop()
-            usleep(UInt32(200_000 * (attempt + 1)))
-        }
-        throw Failure("jackd -n \(name) did not start (\(jackd) --no-realtime -S -d dummy -r \(rate) -p \(period))")
-    }
-
-    /// SIGTERM to the watcher (jackd then, SIGKILL after 3 s), and waits for it.
-    func stop() {
-        guard pid > 0 else { return }
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        pid = 0
-        // Semaphores of clients still open when the server went (libjack leaves them in /dev/shm).
-        if let dir = opendir("/dev/shm") {
-            defer { closedir(dir) }
-            while let entry = readdir(dir) {
-                let file = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-                if file.hasPrefix("jack_sem.") && file.contains("_\(name)_") { unlink("/dev/shm/" + file) }
-            }
-        }
-    }
-
-    deinit { stop() }
-
-    private static func spawn(_ arguments: [String], environment extra: [String]) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-        var env: [String] = []
-        var p = environ
-        while let e = p.pointee {
-            let s = String(cString: e)
-            if !s.hasPrefix("JACK_DEFAULT_SERVER=") && !s.hasPrefix("JACK_NO_AUDIO_RESERVATION=") { env.append(s) }
-            p += 1
-        }
-        env += extra
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = env.map { strdup($0) } + [nil]
-        defer { for q in argv + envp { free(q) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
-        guard rc == 0 else { throw Failure("cannot start \(arguments[1]): \(String(cString: strerror(rc)))") }
-        return pid
     }
 }

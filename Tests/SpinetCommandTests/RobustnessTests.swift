@@ -210,15 +210,23 @@ struct RobustnessTests {
 
     // MARK: Output
 
-    @Test func aMissingOutputDirectoryIsRefusedBeforeAnyWork() throws {
+    /// Every output's folders are made first, in order (the output
+    /// transaction), as `mkdir -p` would; a folder that cannot be made (a
+    /// file stands where it should be) is one line before any work.
+    @Test func aMissingOutputFolderIsMadeAndOneThatCannotBeIsRefused() throws {
         let dir = try SpinetCommand.temporaryDirectory("nodir")
         defer { try? FileManager.default.removeItem(at: dir) }
         let input = try write(arpeggio(), to: dir, "song.mid")
-        let out = dir.appendingPathComponent("missing/song.wav").path
-        let r = try SpinetCommand.run(["render", input, "-o", out, "--soundfont", font])
-        #expect(r.status == 1)
-        #expect(r.stderr.split(separator: "\n").count == 1 && r.stderr.contains(out) && r.stderr.contains("does not exist"), "\(r.stderr)")
-        #expect(listing(dir) == ["song.mid"])
+        let out = dir.appendingPathComponent("missing/deeper/song.wav").path
+        let r = try SpinetCommand.run(["render", input, "-o", out, "--soundfont", font, "-q"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try WAVFile(data: Data(contentsOf: URL(fileURLWithPath: out))).frames > 0)
+        try Data("x".utf8).write(to: dir.appendingPathComponent("afile"))
+        let blocked = dir.appendingPathComponent("afile/song.wav").path
+        let b = try SpinetCommand.run(["render", input, "-o", blocked, "--soundfont", font])
+        #expect(b.status == 1)
+        #expect(b.stderr.split(separator: "\n").count == 1 && b.stderr.contains("afile"), "\(b.stderr)")
+        #expect(listing(dir) == ["afile", "missing", "song.mid"])
     }
 
     /// A directory Spinet may not write to: read-only for a normal user; for

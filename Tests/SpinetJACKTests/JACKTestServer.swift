@@ -10,14 +10,11 @@ import SpinetJACK
 @Suite("JACK", .serialized, .enabled(if: JACKTestServer.isInstalled, JACKTestServer.skipReason))
 struct JACKTests {}
 
-/// A private jackd for one test: the dummy driver (no sound card),
-/// synchronous mode (-S: on a loaded 2-core machine the default
-/// asynchronous mode misses cycles), a 5 s client timeout (a client slowed
-/// down by a sanitizer or a busy machine is waited for, not thrown out), no
-/// real-time scheduling, a server name of its own. Started and stopped by
-/// process id.
+/// A private jackd for one test (SpinetJACK's `JACKServerProcess`: the
+/// dummy driver, -S, no real-time scheduling), under a name of its own,
+/// started and stopped by process id.
 final class JACKTestServer {
-    static let jackd: String? = ["/usr/bin/jackd", "/usr/local/bin/jackd"].first { access($0, X_OK) == 0 }
+    static let jackd: String? = JACKServerProcess.installedJackd
     static var isInstalled: Bool { jackd != nil }
     static let skipReason: Comment = "jackd is not installed (scripts/install-deps.sh installs jackd2); the JACK tests are skipped"
 
@@ -26,170 +23,48 @@ final class JACKTestServer {
     /// most 8 servers in its shared registry and frees a dead server's entry
     /// (a jackd that had to be killed) only when a server of the same name
     /// starts again, so names are reused to heal such leaks.
-    private(set) var name: String
-    private(set) var pid: pid_t = 0
-    private(set) var log: String
+    var name: String { process?.name ?? existing }
     private static let slots = 4
+    private var process: JACKServerProcess?
+    private let existing: String
 
     /// PipeWire's one "server" (its name is not used), for the test clients.
     static var pipeWire: JACKTestServer { JACKTestServer(existing: "default") }
 
     private init(existing: String) {
-        name = existing
-        log = "/dev/null"
+        self.existing = existing
     }
 
     init() {
-        name = ""
-        log = "/dev/null"
+        existing = ""
     }
 
     deinit {
         stop()
-        if log != "/dev/null" { unlink(log) }
+        if let log = process?.log, log != "/dev/null" { unlink(log) }
     }
 
-    /// Starts jackd and waits until a client can connect.
+    /// Starts jackd (again under the same name, after `stop`) and waits until a client can connect.
     func start(rate: Int = 48000, period: Int = 128) throws {
-        precondition(pid == 0)
-        func jackd(_ name: String) -> [String] {
-            [Self.jackd!, "-n", name, "--no-realtime", "-S", "-t", "5000", "-d", "dummy", "-r", "\(rate)", "-p", "\(period)"]
+        if process == nil {
+            let log = NSTemporaryDirectory() + "/spinet-jackd-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"
+            process = JACKServerProcess(executable: Self.jackd!, log: log)
         }
-        // jackd runs under a small shell that ends it when this test process
-        // dies (a crash must not leave servers behind: jackd2 runs at most 8
-        // at once), and on our SIGTERM; either way SIGTERM first, then
-        // SIGKILL after 3 s (a jackd whose clients died can hang in its
-        // shutdown), returning once it is gone.
-        let watch = """
-            end() { kill $j 2>/dev/null; n=0; while kill -0 $j 2>/dev/null && [ $n -lt 30 ]; do sleep 0.1; n=$((n+1)); done; kill -9 $j 2>/dev/null; wait $j; exit 0; }
-            trap end TERM
-            "$@" & j=$!
-            while kill -0 \(getpid()) 2>/dev/null && kill -0 $j 2>/dev/null; do sleep 0.2 & wait $!; done
-            end
-            """
-        // A restart keeps the name (clients come back to it); a first start
-        // takes the first slot free, trying each one a few times ("server
-        // already active" just after the previous server of that name ended).
-        let names = name.isEmpty ? (0..<Self.slots).map { "spinet-test-\(getuid())-\($0)" } : [name]
-        for candidate in names {
-            for attempt in 0..<3 {
-                log = NSTemporaryDirectory() + "/\(candidate)-\(getpid()).log"
-                unlink(log)
-                var environment = ProcessInfo.processInfo.environment
-                environment["JACK_NO_AUDIO_RESERVATION"] = "1"
-                environment["JACK_DEFAULT_SERVER"] = candidate
-                name = candidate
-                pid = try spawn(["/bin/sh", "-c", watch, "jackd"] + jackd(candidate), environment: environment, output: log)
-                if waitUntilReady(seconds: 10) { return }
-                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-                stop()
-                if text.contains("Too many servers already active") {
-                    throw JACKError("jackd: too many JACK servers already run on this machine (jackd2 allows 8); stop leftover ones")
-                }
-                usleep(UInt32(200_000 * (attempt + 1)))
-            }
-        }
-        throw JACKError("jackd did not start; see \(log)")
+        try process!.start(rate: rate, period: period, names: (0..<Self.slots).map { "spinet-test-\(getuid())-\($0)" })
     }
 
-    /// The jackd process (a child of the watching shell), 0 when none.
-    var jackdPID: pid_t {
-        guard pid > 0, let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8) else { return 0 }
-        return text.split(separator: " ").first.flatMap { pid_t(String($0)) } ?? 0
-    }
+    /// Stops (SIGSTOP) jackd: a server that no longer answers, so that every libjack call to it waits.
+    func freeze() { process?.freeze() }
+    func thaw() { process?.thaw() }
 
-    /// Stops (SIGSTOP) or continues (SIGCONT) jackd: a server that no longer
-    /// answers, so that every libjack call to it waits.
-    func freeze() { if case let j = jackdPID, j > 0 { kill(j, SIGSTOP) } }
-    func thaw() { if case let j = jackdPID, j > 0 { kill(j, SIGCONT) } }
-
-    /// Starts jackd again under its name and freezes it the moment its
-    /// socket exists, before it answers anyone: a client opening then
-    /// connects and waits for a reply that never comes. Returns false when
-    /// the socket did not appear within 10 s.
+    /// Starts jackd again under its name, frozen the moment its socket exists (see `JACKServerProcess.startFrozen`).
     func startFrozen(rate: Int = 48000, period: Int = 128) throws -> Bool {
-        precondition(pid == 0 && !name.isEmpty, "start it normally first")
-        let socket = "/dev/shm/jack_\(name)_\(getuid())_0"
-        unlink(socket)
-        var environment = ProcessInfo.processInfo.environment
-        environment["JACK_NO_AUDIO_RESERVATION"] = "1"
-        environment["JACK_DEFAULT_SERVER"] = name
-        let arguments = [Self.jackd!, "-n", name, "--no-realtime", "-S", "-t", "5000", "-d", "dummy", "-r", "\(rate)", "-p", "\(period)"]
-        // stopped by this process when it dies (see `start`), even frozen
-        let watch = """
-            end() { kill -CONT $j 2>/dev/null; kill $j 2>/dev/null; sleep 0.5; kill -9 $j 2>/dev/null; wait $j; exit 0; }
-            trap end TERM
-            "$@" & j=$!
-            while kill -0 \(getpid()) 2>/dev/null && kill -0 $j 2>/dev/null; do sleep 0.2 & wait $!; done
-            end
-            """
-        pid = try spawn(["/bin/sh", "-c", watch, "jackd"] + arguments, environment: environment, output: log)
-        let deadline = Date().addingTimeInterval(10)
-        var st = stat()
-        while Date() < deadline {
-            if jackdPID > 0, stat(socket, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK {
-                freeze()
-                return true
-            }
-            usleep(500)
-        }
-        return false
-    }
-
-    private func waitUntilReady(seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid { pid = 0; return false }   // it exited
-            if let ports = try? JACKPorts.list(server: name), ports.contains(where: { $0.name == "system:playback_1" }) { return true }
-            usleep(50_000)
-        }
-        return false
+        try process!.startFrozen(rate: rate, period: period)
     }
 
     /// SIGTERM (then SIGKILL after 5 s), and waits for the process to end.
     func stop() {
-        guard pid > 0 else { return }
-        thaw()      // a frozen jackd would not end on SIGTERM
-        let began = Date()
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        let deadline = Date().addingTimeInterval(5)
-        while waitpid(pid, &status, WNOHANG) == 0 {
-            if Date() > deadline { kill(pid, SIGKILL); waitpid(pid, &status, 0); break }
-            usleep(10_000)
-        }
-        pid = 0
-        if Date().timeIntervalSince(began) > 2 { print("JACK test server \(name) did not stop on SIGTERM within 2 s: killed") }
-        // Semaphores of clients that did not close before the server went
-        // (libjack leaves them in /dev/shm).
-        if let names = try? FileManager.default.contentsOfDirectory(atPath: "/dev/shm") {
-            for n in names where n.hasPrefix("jack_sem.") && n.contains("_\(name)_") { unlink("/dev/shm/" + n) }
-        }
-    }
-
-    private func spawn(_ arguments: [String], environment: [String: String], output: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // No signal blocked in the child (the test thread blocks some).
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for p in argv + envp { free(p) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
-        guard rc == 0 else { throw JACKError("cannot start \(arguments[0]): \(String(cString: strerror(rc)))") }
-        return pid
+        process?.stop()
     }
 }
 
