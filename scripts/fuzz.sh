@@ -126,7 +126,16 @@ build_module() {
       mkdir -p "$MODULE_DIR/$m"
       { echo "module $m {"; for h in "$ROOT/$dir"/include/*.h; do echo "  header \"$h\""; done; echo "  export *"; echo "}"; } \
         >"$MODULE_DIR/$m/module.modulemap"
-      if ! "$CLANG" -c -O2 -g -I "$dir/include" "$dir"/*.c -o "$MODULE_DIR/$m.o" >"$MODULE_DIR/$m.log" 2>&1; then
+      # each C file to its own object, then one relocatable object for the module
+      local c objects=()
+      : >"$MODULE_DIR/$m.log"
+      for c in "$dir"/*.c; do
+        objects+=("$MODULE_DIR/$m/$(basename "$c" .c).o")
+        if ! "$CLANG" -c -O2 -g -I "$dir/include" "$c" -o "${objects[-1]}" >>"$MODULE_DIR/$m.log" 2>&1; then
+          cat "$MODULE_DIR/$m.log" >&2; module_failed[$m]=1; return 1
+        fi
+      done
+      if ! ld -r -o "$MODULE_DIR/$m.o" "${objects[@]}" >>"$MODULE_DIR/$m.log" 2>&1; then
         cat "$MODULE_DIR/$m.log" >&2; module_failed[$m]=1; return 1
       fi
       echo "$key" >"$MODULE_DIR/$m.key"

@@ -98,6 +98,13 @@ public struct PluginSettings: Equatable, Sendable {
         self.soundFont = soundFont
     }
 
+    /// The settings compared: where a missing font was looked for is a note
+    /// about one restore, not a setting (it is not saved), so it takes no part.
+    public static func == (a: PluginSettings, b: PluginSettings) -> Bool {
+        a.soundFont == b.soundFont && a.channels == b.channels && a.presets == b.presets && a.effects == b.effects
+            && a.reverb == b.reverb && a.chorus == b.chorus && a.delay == b.delay && a.parameters == b.parameters
+    }
+
     /// Where a restored state's SoundFont may be, in order: the path the
     /// host gives (LV2 maps it to the project's copy or link), the absolute
     /// path the state holds, and, for a relative saved path, that path
