@@ -92,188 +92,255 @@ public final class LiveSession {
         if !options.quiet { log(line) }
     }
 
+    /// What one `run` keeps between its steps (the control thread's own).
+    private final class Run {
+        var sampleRate: Double
+        let follower: RateFollowingDevice?
+        let timing: LiveTiming
+        /// Frames added for the MIDI thread's reaction time.
+        let safetyFrames: Int
+        let tempoTarget: TempoTarget
+        let timeline = AudioTimeline()
+        let memoryProblem: String?
+        var recording: Recorder?
+        var recordLine = ""
+        /// A rate the graph could not be built at (silent until it changes).
+        var failedRate = 0
+        var failure: String?
+        var start = 0.0
+        var lastStatus = 0.0
+        var lastXruns = 0
+        var lastDropped = 0
+        var fluidMessages = Set<String>()
+        let status: StatusLine
+        /// SoundFont switching: a path on standard input (SIGHUP reloads).
+        var requests: SoundFontRequests?
+
+        init(sampleRate: Double, follower: RateFollowingDevice?, timing: LiveTiming, safetyFrames: Int, tempoTarget: TempoTarget,
+             memoryProblem: String?, recording: Recorder?, status: StatusLine) {
+            self.sampleRate = sampleRate
+            self.follower = follower
+            self.timing = timing
+            self.safetyFrames = safetyFrames
+            self.tempoTarget = tempoTarget
+            self.memoryProblem = memoryProblem
+            self.recording = recording
+            self.status = status
+        }
+    }
+
     /// Runs until stopped; returns the exit status: 0 after Ctrl-C (how a
     /// player ends play) or `duration`, 128 + the signal after any other
     /// stopping signal. Throws a `RigError` when the device failed or the
     /// MIDI input or the recording could not go on.
     public func run() throws(RigError) -> Int32 {
-        var engine = graph.engine
-        var slot = graph.soundFontSlot!
-        let settings = graph.settings
-        var sampleRate = Double(device.sampleRate)
+        let run = prepare()
+        let scheduling = try start(run)
+        announce(run, scheduling: scheduling)
+        run.requests = options.readsStandardInput ? SoundFontRequests() : nil
+        run.start = monotonicSeconds()
+        while !ProcessSignals.stopRequested.load(ordering: .relaxed) {
+            usleep(20_000)
+            if let f = device.failure { run.failure = f; break }
+            let now = monotonicSeconds()
+            if let d = options.duration, now - run.start >= d { break }
+            for line in midi?.takeNotices() ?? [] where !options.quiet { run.status.print(line) }
+            followRateChange(run)
+            if run.failure != nil { break }
+            if let player, let anchor = run.timeline.read() {
+                let more = player.step(graph: graph, now: anchor.frame, periodFrames: device.periodFrames)
+                for line in player.takeNotices() where !options.quiet { run.status.print(line) }
+                if !more { break }
+            }
+            switchFontsIfAsked(run)
+            for line in SoundFontUnit.drainRenderThreadMessages() where !options.quiet {
+                // The render thread may raise the same complaint thousands of times: say it once.
+                if run.fluidMessages.insert(line).inserted { run.status.print("FluidSynth: \(line) (said once)") }
+            }
+            showStatus(run, now: now)
+        }
+        try stop(run)
+        // Ctrl-C is how a player ends play: 0. A signal from elsewhere (a
+        // service manager's SIGTERM, SIGQUIT, ...) is told apart: 128 + it.
+        let stoppedBy = ProcessSignals.firstStop.load(ordering: .relaxed)
+        return stoppedBy != 0 && stoppedBy != SIGINT ? 128 + stoppedBy : 0
+    }
+
+    /// Prepares the engine for the device and works out the timing.
+    private func prepare() -> Run {
+        let engine = graph.engine
+        let sampleRate = Double(device.sampleRate)
         // Follow rate changes where the device can and the MIDI goes through
         // its callback or can move to the new graph's queue.
         let midiFollows = midi.map { $0.readsInAudioCallback || $0.canFollowNewEngine } ?? true
         let follower = midiFollows ? device as? RateFollowingDevice : nil
         follower?.hostWillFollowRate()
-        var recording = recorder
-        var recordLine = ""
-        var failedRate = 0
         engine.prepare(sampleRate: sampleRate, maxFrames: device.periodFrames)
         engine.setTempo(beatsPerMinute: options.tempo)
-
         let safetyFrames = Int((options.safetyMilliseconds / 1000 * sampleRate).rounded())
         let timing = LiveTiming(sampleRate: sampleRate, periodFrames: device.periodFrames, periods: device.periods, safetyFrames: safetyFrames)
-        let totalLatency = Int(timing.latencyFrames) + engine.latencyFrames
-        let tempoTarget = TempoTarget(engine)
-        let timeline = AudioTimeline()
-        let priority = options.priority
-        let memoryProblem = priority > 0 ? lockMemory() : nil
-
+        let run = Run(sampleRate: sampleRate, follower: follower, timing: timing, safetyFrames: safetyFrames, tempoTarget: TempoTarget(engine),
+                      memoryProblem: options.priority > 0 ? lockMemory() : nil, recording: recorder,
+                      status: StatusLine(enabled: !options.quiet && options.statusLine))
         if options.benchNotes > 0, let control = graph.inputs.last {
             control.push(EngineEvent(frame: 0, .programChange(channel: 0, program: 19)))
             for i in 0..<options.benchNotes {
                 control.push(EngineEvent(frame: 0, .noteOn(channel: 0, key: UInt8(24 + i % 96), velocity: 90)))
             }
         }
+        return run
+    }
 
-        // Start: the audio first, then MIDI. The input ports appear only
-        // once the audio thread has published where its frames meet the
-        // clock, so a note a DAW sends the moment it sees them is played at
-        // its arrival plus the latency, like any later one.
+    /// Starts the audio first, then MIDI. The input ports appear only once
+    /// the audio thread has published where its frames meet the clock, so a
+    /// note a DAW sends the moment it sees them is played at its arrival
+    /// plus the latency, like any later one.
+    private func start(_ run: Run) throws(RigError) -> ThreadScheduling {
+        let priority = options.priority
         recorder?.start()
-        let scheduling = device.start(engine: engine, timeline: timeline, ring: recorder?.ring, priority: Int32(priority))
-        if let midi {
-            // The first anchor comes once the device runs (its buffer filled):
-            // a few periods. A device that never starts fails within 5 s.
-            let deadline = monotonicSeconds() + 10
-            while timeline.read() == nil && device.failure == nil && !ProcessSignals.stopRequested.load(ordering: .relaxed)
-                    && monotonicSeconds() < deadline {
-                usleep(1_000)
-            }
-            let line: String
-            do {
-                line = try midi.start(queue: graph.inputs[0], timeline: timeline, timing: timing,
-                                      priority: priority > 0 ? Int32(max(1, priority - 5)) : 0,
-                                      tempo: { bpm in tempoTarget.set(bpm) })
-            } catch {
-                device.stop(drain: false)
-                throw RigError(String(describing: error))
-            }
-            say("MIDI: " + line)
-            _ = midi.takeNotices()
+        let scheduling = device.start(engine: graph.engine, timeline: run.timeline, ring: recorder?.ring, priority: Int32(priority))
+        guard let midi else { return scheduling }
+        // The first anchor comes once the device runs (its buffer filled):
+        // a few periods. A device that never starts fails within 5 s.
+        let deadline = monotonicSeconds() + 10
+        while run.timeline.read() == nil && device.failure == nil && !ProcessSignals.stopRequested.load(ordering: .relaxed)
+                && monotonicSeconds() < deadline {
+            usleep(1_000)
         }
+        let line: String
+        do {
+            let tempoTarget = run.tempoTarget
+            line = try midi.start(queue: graph.inputs[0], timeline: run.timeline, timing: run.timing,
+                                  priority: priority > 0 ? Int32(max(1, priority - 5)) : 0,
+                                  tempo: { bpm in tempoTarget.set(bpm) })
+        } catch {
+            device.stop(drain: false)
+            throw RigError(String(describing: error))
+        }
+        say("MIDI: " + line)
+        _ = midi.takeNotices()
+        return scheduling
+    }
+
+    /// Prints the device, the latency and what keeps it from real time.
+    private func announce(_ run: Run, scheduling: ThreadScheduling) {
+        let engine = graph.engine, sampleRate = run.sampleRate, timing = run.timing
         say("Audio: " + device.summary)
         if midi?.readsInAudioCallback == true {
             say(formatted("Latency: %.1f ms from MIDI in to audio out (the limiter's look-ahead, %ld frames at %ld Hz; each event lands at its frame in the cycle)",
                           Double(engine.latencyFrames) * 1000 / sampleRate, engine.latencyFrames, device.sampleRate))
         } else {
+            let totalLatency = Int(timing.latencyFrames) + engine.latencyFrames
             say(formatted("Latency: %.1f ms from MIDI in to audio out (%ld x %ld frames buffer + %ld safety + %ld limiter look-ahead = %ld frames at %ld Hz)",
-                          Double(totalLatency) * 1000 / sampleRate, device.periods, device.periodFrames, safetyFrames,
+                          Double(totalLatency) * 1000 / sampleRate, device.periods, device.periodFrames, run.safetyFrames,
                           engine.latencyFrames, totalLatency, device.sampleRate))
         }
         if case .refused(let e) = scheduling {
             say("spinet: warning: the audio thread has no real-time priority (\(String(cString: strerror(e)))), so sound may click when the machine is busy. "
                 + "To allow it: add '@audio - rtprio 95' and '@audio - memlock unlimited' to /etc/security/limits.d/audio.conf, "
                 + "join the group (sudo usermod -aG audio $USER) and log in again; or pass --priority 0 to run without it.")
-        } else if let m = memoryProblem {
+        } else if let m = run.memoryProblem {
             say("spinet: warning: cannot lock memory (\(m)): the audio thread may wait for paging; raise 'memlock' in /etc/security/limits.d/audio.conf")
         }
+    }
 
-        // SoundFont switching: a path on standard input, or SIGHUP to reload the current fonts.
-        let requests = options.readsStandardInput ? SoundFontRequests() : nil
-
-        // Run until Ctrl-C (or the device fails): status line, notices.
-        let status = StatusLine(enabled: !options.quiet && options.statusLine)
-        let start = monotonicSeconds()
-        var lastStatus = 0.0
-        var lastXruns = 0
-        var lastDropped = 0
-        var failure: String?
-        var fluidMessages = Set<String>()
-        while !ProcessSignals.stopRequested.load(ordering: .relaxed) {
-            usleep(20_000)
-            if let f = device.failure { failure = f; break }
-            let now = monotonicSeconds()
-            if let d = options.duration, now - start >= d { break }
-            for line in midi?.takeNotices() ?? [] where !options.quiet { status.print(line) }
-            if let follower, case let rate = device.sampleRate, rate > 0, rate != Int(sampleRate), rate != failedRate {
-                // The rate changed: the device is silent until a graph at the
-                // new rate is offered. Built here, off the render thread.
-                if let r = recording {
-                    recordLine = finishRecording(r, sampleRate: sampleRate, failure: &failure)
-                    recording = nil
-                    if !options.quiet { status.print(formatted("recording stopped at the rate change (%ld Hz to %ld Hz; a file has one rate): ", Int(sampleRate), rate)
-                                                  + r.target + " keeps what was played before") }
-                    if failure != nil { break }
-                }
-                do {
-                    let unit = try SoundFontUnit(fonts: fonts, sampleRate: Double(rate), channels: settings.engine.ports * 16,
-                                                 options: settings.soundFont)
-                    let next = try GraphBuilder.live(settings, soundFont: unit, inputCapacities: graph.inputs.map(\.capacity))
-                    next.engine.prepare(sampleRate: Double(rate), maxFrames: max(device.periodFrames, 1))
-                    next.engine.setTempo(beatsPerMinute: options.tempo)
-                    while !follower.offer(engine: next.engine) && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(5_000) }
-                    if let midi, !midi.readsInAudioCallback {
-                        // The input stamps events against the timeline: move
-                        // it once the anchors are the new engine's (the first
-                        // published after the swap).
-                        let deadline = monotonicSeconds() + 5
-                        while !follower.offeredEngineTaken && device.failure == nil && monotonicSeconds() < deadline
-                                && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(1_000) }
-                        let seen = timeline.publications
-                        while timeline.publications == seen && device.failure == nil && monotonicSeconds() < deadline
-                                && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(1_000) }
-                        let safety = Int((options.safetyMilliseconds / 1000 * Double(rate)).rounded())
-                        midi.follow(queue: next.inputs[0],
-                                    timing: LiveTiming(sampleRate: Double(rate), periodFrames: device.periodFrames,
-                                                       periods: device.periods, safetyFrames: safety))
-                    }
-                    tempoTarget.move(to: next.engine)
-                    graph = next
-                    engine = next.engine
-                    slot = next.soundFontSlot!
-                    sampleRate = Double(rate)
-                    if !options.quiet { status.print("the audio now runs at \(rate) Hz; Spinet follows with its graph built again at \(rate) Hz (notes sounding were cut)") }
-                } catch {
-                    failedRate = rate
-                    status.print("cannot build the graph at \(rate) Hz: \(error); silent until the rate changes again")
-                }
-            }
-            if let player, let anchor = timeline.read() {
-                let more = player.step(graph: graph, now: anchor.frame, periodFrames: device.periodFrames)
-                for line in player.takeNotices() where !options.quiet { status.print(line) }
-                if !more { break }
-            }
-            if let next = requests?.take(reloading: fonts) ?? (ProcessSignals.reloadRequested.exchange(false, ordering: .relaxed) ? fonts : nil) {
-                // Loaded here, off the render thread; the render thread swaps it in.
-                do {
-                    let newUnit = try SoundFontUnit(fonts: next, sampleRate: sampleRate, channels: settings.engine.ports * 16,
-                                                    options: settings.soundFont)
-                    while !slot.offer(newUnit) && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(20_000) }
-                    fonts = next
-                    if !options.quiet { status.print("SoundFont: switched to \(next.joined(separator: ", ")) (notes sounding ring on)") }
-                    for w in newUnit.fontWarnings { status.print("warning: \(w)") }
-                } catch {
-                    status.print("cannot switch SoundFont: \(error.description)")
-                }
-            }
-            for line in SoundFontUnit.drainRenderThreadMessages() where !options.quiet {
-                // The render thread may raise the same complaint thousands of times: say it once.
-                if fluidMessages.insert(line).inserted { status.print("FluidSynth: \(line) (said once)") }
-            }
-            guard now - lastStatus >= 0.5 else { continue }
-            lastStatus = now
-            let load = device.takeIntervalLoad()
-            let dropped = droppedEvents()
-            let xruns = device.xruns
-            if status.enabled {
-                status.show((player?.status.map { $0 + " | " } ?? "") + formatted("voices %3ld | load %5.1f%% (peak %5.1f%%) | xruns %ld | dropped %ld | late %ld",
-                                      engine.statistics.activeVoices, load.mean * 100, load.peak * 100,
-                                      xruns, dropped, engine.statistics.lateEvents))
-            } else if !options.quiet && (xruns != lastXruns || dropped != lastDropped) {
-                log("spinet: \(xruns) xrun\(xruns == 1 ? "" : "s"), \(dropped) MIDI event\(dropped == 1 ? "" : "s") dropped so far")
-            }
-            lastXruns = xruns
-            lastDropped = dropped
+    /// When the device's rate changed, builds the graph again at the new
+    /// rate (off the render thread: the device is silent until it is
+    /// offered) and moves the MIDI input and the tempo to it. A recording
+    /// stops there (a file has one rate).
+    private func followRateChange(_ run: Run) {
+        guard let follower = run.follower, case let rate = device.sampleRate, rate > 0,
+              rate != Int(run.sampleRate), rate != run.failedRate else { return }
+        let settings = graph.settings
+        if let r = run.recording {
+            run.recordLine = finishRecording(r, sampleRate: run.sampleRate, failure: &run.failure)
+            run.recording = nil
+            if !options.quiet { run.status.print(formatted("recording stopped at the rate change (%ld Hz to %ld Hz; a file has one rate): ", Int(run.sampleRate), rate)
+                                                 + r.target + " keeps what was played before") }
+            if run.failure != nil { return }
         }
+        do {
+            let unit = try SoundFontUnit(fonts: fonts, sampleRate: Double(rate), channels: settings.engine.ports * 16,
+                                         options: settings.soundFont)
+            let next = try GraphBuilder.live(settings, soundFont: unit, inputCapacities: graph.inputs.map(\.capacity))
+            next.engine.prepare(sampleRate: Double(rate), maxFrames: max(device.periodFrames, 1))
+            next.engine.setTempo(beatsPerMinute: options.tempo)
+            while !follower.offer(engine: next.engine) && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(5_000) }
+            if let midi, !midi.readsInAudioCallback {
+                // The input stamps events against the timeline: move it
+                // once the anchors are the new engine's (the first
+                // published after the swap).
+                let deadline = monotonicSeconds() + 5
+                while !follower.offeredEngineTaken && device.failure == nil && monotonicSeconds() < deadline
+                        && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(1_000) }
+                let seen = run.timeline.publications
+                while run.timeline.publications == seen && device.failure == nil && monotonicSeconds() < deadline
+                        && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(1_000) }
+                let safety = Int((options.safetyMilliseconds / 1000 * Double(rate)).rounded())
+                midi.follow(queue: next.inputs[0],
+                            timing: LiveTiming(sampleRate: Double(rate), periodFrames: device.periodFrames,
+                                               periods: device.periods, safetyFrames: safety))
+            }
+            run.tempoTarget.move(to: next.engine)
+            graph = next
+            run.sampleRate = Double(rate)
+            if !options.quiet { run.status.print("the audio now runs at \(rate) Hz; Spinet follows with its graph built again at \(rate) Hz (notes sounding were cut)") }
+        } catch {
+            run.failedRate = rate
+            run.status.print("cannot build the graph at \(rate) Hz: \(error); silent until the rate changes again")
+        }
+    }
 
-        // Stop: fade out (no click), play out what is queued, close.
+    /// Loads the fonts asked for (a path on standard input, SIGHUP: the
+    /// current ones again) here, off the render thread, and offers them to
+    /// the graph's slot; the render thread swaps them in.
+    private func switchFontsIfAsked(_ run: Run) {
+        guard let next = run.requests?.take(reloading: fonts)
+                ?? (ProcessSignals.reloadRequested.exchange(false, ordering: .relaxed) ? fonts : nil) else { return }
+        let settings = graph.settings
+        do {
+            let newUnit = try SoundFontUnit(fonts: next, sampleRate: run.sampleRate, channels: settings.engine.ports * 16,
+                                            options: settings.soundFont)
+            let slot = graph.soundFontSlot!
+            while !slot.offer(newUnit) && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(20_000) }
+            fonts = next
+            if !options.quiet { run.status.print("SoundFont: switched to \(next.joined(separator: ", ")) (notes sounding ring on)") }
+            for w in newUnit.fontWarnings { run.status.print("warning: \(w)") }
+        } catch {
+            run.status.print("cannot switch SoundFont: \(error.description)")
+        }
+    }
+
+    /// Twice a second: the status line on a terminal, or a line when xruns
+    /// or dropped events grew.
+    private func showStatus(_ run: Run, now: Double) {
+        guard now - run.lastStatus >= 0.5 else { return }
+        run.lastStatus = now
+        let engine = graph.engine
+        let load = device.takeIntervalLoad()
+        let dropped = droppedEvents()
+        let xruns = device.xruns
+        if run.status.enabled {
+            run.status.show((player?.status.map { $0 + " | " } ?? "") + formatted("voices %3ld | load %5.1f%% (peak %5.1f%%) | xruns %ld | dropped %ld | late %ld",
+                                  engine.statistics.activeVoices, load.mean * 100, load.peak * 100,
+                                  xruns, dropped, engine.statistics.lateEvents))
+        } else if !options.quiet && (xruns != run.lastXruns || dropped != run.lastDropped) {
+            log("spinet: \(xruns) xrun\(xruns == 1 ? "" : "s"), \(dropped) MIDI event\(dropped == 1 ? "" : "s") dropped so far")
+        }
+        run.lastXruns = xruns
+        run.lastDropped = dropped
+    }
+
+    /// Fades out (no click), plays out what is queued, closes both sides,
+    /// finishes the recording and prints the summary. Throws the device's,
+    /// the input's or the recording's failure.
+    private func stop(_ run: Run) throws(RigError) {
+        let engine = graph.engine, sampleRate = run.sampleRate
         let fadeFrames = Int(0.02 * sampleRate)
         engine.requestFadeOut(frames: fadeFrames)
         let fadeDeadline = monotonicSeconds() + 0.15
-        while failure == nil && !engine.isFadedOut && monotonicSeconds() < fadeDeadline { usleep(2_000) }
-        if failure == nil {
+        while run.failure == nil && !engine.isFadedOut && monotonicSeconds() < fadeDeadline { usleep(2_000) }
+        if run.failure == nil {
             // The faded block is at most a buffer ahead of the device. Keep
             // writing silence for a whole buffer more (plus a period and the
             // limiter's delay line): by then the fade has been played and every
@@ -284,12 +351,12 @@ public final class LiveSession {
         }
         device.stop(drain: false)
         // (a device may fail while it stops: a JACK client libjack would not close)
-        failure = failure ?? device.failure
+        run.failure = run.failure ?? device.failure
         midi?.stop()
-        status.finish()
-        let elapsed = monotonicSeconds() - start
-        if let r = recording { recordLine = finishRecording(r, sampleRate: sampleRate, failure: &failure) }
-        if let failure { throw RigError(failure) }
+        run.status.finish()
+        let elapsed = monotonicSeconds() - run.start
+        if let r = run.recording { run.recordLine = finishRecording(r, sampleRate: sampleRate, failure: &run.failure) }
+        if let failure = run.failure { throw RigError(failure) }
         let total = device.totalLoad
         let stats = engine.statistics
         let input = midi?.inputStatistics ?? MIDIInputStatistics()
@@ -303,11 +370,7 @@ public final class LiveSession {
         say(formatted("Played %.1f s: render load %.1f%% mean, %.1f%% peak of a %ld-frame period; %ld voices at most; %ld xruns; %ld MIDI events (%ld stamped by the kernel), %ld dropped",
                       elapsed, total.mean * 100, total.peak * 100, device.periodFrames, stats.peakVoices, device.xruns,
                       input.received, input.stamped, dropped)
-            + "\(why), \(stats.lateEvents) late; \(input.released) held notes released\(recordLine)")
-        // Ctrl-C is how a player ends play: 0. A signal from elsewhere (a
-        // service manager's SIGTERM, SIGQUIT, ...) is told apart: 128 + it.
-        let stoppedBy = ProcessSignals.firstStop.load(ordering: .relaxed)
-        return stoppedBy != 0 && stoppedBy != SIGINT ? 128 + stoppedBy : 0
+            + "\(why), \(stats.lateEvents) late; \(input.released) held notes released\(run.recordLine)")
     }
 
     /// Finishes the file; returns the summary's part about it.
