@@ -216,9 +216,13 @@ public struct Chorus: ~Copyable {
         needsClear = false
         bufferLeft.pointer.update(repeating: 0, count: capacity + Self.mirrorFrames)
         bufferRight.pointer.update(repeating: 0, count: capacity + Self.mirrorFrames)
+        // Through local pointers: with ThreadSanitizer, swift-frontend 6.3.1
+        // miscompiles a mutating call through the subscript's addressor here
+        // ("Invalid bitcast ... Broken module found").
+        let levels = voiceLevel.pointer, offsets = voiceOffset.pointer
         for v in 0..<Self.maxVoices {
-            voiceLevel[v].jump(to: voiceLevel[v].target)
-            voiceOffset[v].jump(to: voiceOffset[v].target)
+            levels[v].jump(to: levels[v].target)
+            offsets[v].jump(to: offsets[v].target)
         }
         rate.jump(to: rate.target)
         depthFrames.jump(to: depthFrames.target)
@@ -442,10 +446,11 @@ public struct Chorus: ~Copyable {
         depthFrames.advance(frames)
         delayFrames.advance(frames)
         stereoPhase.advance(frames)
+        let levels = voiceLevel.pointer, offsets = voiceOffset.pointer  // see `reset`
         for v in 0..<Self.maxVoices {
-            voiceOffset[v].advance(frames)
+            offsets[v].advance(frames)
             voiceGain[v] = voiceGainEnd[v]
-            voiceGainEnd[v] = Float(voiceLevel[v].advance(frames))
+            voiceGainEnd[v] = Float(levels[v].advance(frames))
             voiceGainStep[v] = (voiceGainEnd[v] - voiceGain[v]) / Float(frames)
             for side in 0..<2 {
                 let t = 2 * v + side
@@ -464,9 +469,10 @@ public struct Chorus: ~Copyable {
         stereoPhase.set(0.5 * p.width)
         feedback.set(p.feedback)
         wet.set(p.wetLevel)
+        let levels = voiceLevel.pointer, offsets = voiceOffset.pointer  // see `reset`
         for v in 0..<Self.maxVoices {
-            voiceLevel[v].set(v < p.voices ? 1 / Double(p.voices).squareRoot() : 0)
-            if v < p.voices { voiceOffset[v].set(Double(v) / Double(p.voices)) }
+            levels[v].set(v < p.voices ? 1 / Double(p.voices).squareRoot() : 0)
+            if v < p.voices { offsets[v].set(Double(v) / Double(p.voices)) }
         }
     }
 }
