@@ -9,7 +9,13 @@ import SpinetSynth
 /// does not load). `description` is the one line a command prints.
 public struct RigError: Error, CustomStringConvertible, Sendable {
     public var description: String
-    public init(_ description: String) { self.description = description }
+    /// The exit status it ends a command with: 1, 128 + the signal when
+    /// stopped, 0 when the reader of a stream went away (`| head`).
+    public var exitStatus: Int32
+    public init(_ description: String, exitStatus: Int32 = 1) {
+        self.description = description
+        self.exitStatus = exitStatus
+    }
 }
 
 /// What a Spinet graph is made of, before any unit exists: every host

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import SpinetSupport
 import Synchronization
+import SpinetRig
 
 /// `spinet render` for datasets: input lists too long for a command line, a
 /// shard of them per job of a scheduler (Slurm job arrays, Kubernetes

@@ -73,7 +73,7 @@ struct Render: ParsableCommand {
     /// every render of a file byte-identical on any number of threads. A
     /// channel that is most of a song's work (a busy drum track) is shared
     /// by the groups, each key's notes taking turns (`ChannelPartition.portions`).
-    static let partitions = 2
+    static let partitions = OfflineSession.partitions
 
     /// Render threads for one file when --threads is not given (outside batch mode).
     static var defaultThreads: Int { min(ProcessInfo.processInfo.activeProcessorCount, partitions) }
@@ -184,19 +184,9 @@ struct Render: ParsableCommand {
         return s
     }
 
-    /// `fonts`, or the default SoundFont when none is given; an error saying
-    /// how to get one when there is none.
+    /// `fonts`, or the default SoundFont when none is given (see `OfflineSession.fontsOrDefault`).
     static func fontsOrDefault(_ fonts: [String]) throws -> [String] {
-        // Checked before anything opens a font: open() on a FIFO blocks.
-        for font in fonts {
-            if let problem = RegularFile.problem(font, hint: "a SoundFont is an .sf2 or .sf3 file") { throw Failure(problem) }
-        }
-        if !fonts.isEmpty { return fonts }
-        guard let found = SoundFontLocator.defaultSoundFont() else {
-            throw Failure("no SoundFont found; pass one with --soundfont PATH, or install one (sudo apt-get install fluid-soundfont-gm)")
-        }
-        if let problem = RegularFile.problem(found, hint: "a SoundFont is an .sf2 or .sf3 file (check $SPINET_SOUNDFONT)") { throw Failure(problem) }
-        return [found]
+        try orFailure { try OfflineSession.fontsOrDefault(fonts) }
     }
 
     /// The channels of `--mute`/`--solo` values (and the config file's).
@@ -262,274 +252,17 @@ struct Render: ParsableCommand {
     /// is stopped leaves none of them.
     static func renderFile(_ input: String, outputs: OutputTransaction, format container: AudioFileFormat, settings s: RenderSettings,
                            stems stemRequest: StemOutputs? = nil,
-                           announceSoundFont: Bool, progress: RenderProgress, log: (String) -> Void) throws -> FileRender {
-        do {
-            return try renderFileOnce(input, outputs: outputs, format: container, settings: s, stems: stemRequest,
-                                      announceSoundFont: announceSoundFont, progress: progress, log: log)
-        } catch {
-            outputs.discard()
-            // A signal in any phase (reading, rendering, the second pass, the commit) ends as an interruption.
-            if ProcessSignals.stopRequested.load(ordering: .relaxed) { throw interruptedFailure() }
-            throw error
+                           announceSoundFont: Bool, progress: RenderProgress, log: @escaping (String) -> Void) throws -> FileRender {
+        try orFailure {
+            try OfflineSession(input: input, outputs: outputs, format: container, settings: s, stems: stemRequest,
+                               announceSoundFont: announceSoundFont, progress: progress, log: log).run()
         }
     }
 
     /// "interrupted; no output written", with 128 + the signal as the status.
     static func interruptedFailure() -> Failure {
-        Failure("\(ProcessSignals.interruptDescription()); no output written", status: ProcessSignals.exitStatus())
-    }
-
-    private static func renderFileOnce(_ input: String, outputs: OutputTransaction, format container: AudioFileFormat, settings s: RenderSettings,
-                                       stems stemRequest: StemOutputs?,
-                                       announceSoundFont: Bool, progress: RenderProgress, log: (String) -> Void) throws -> FileRender {
-        let out = outputs.file(.mix)!
-        let notes = outputs.file(.notes)
-        let rate = s.rate
-        // 1. The MIDI file.
-        // (a FIFO or standard input may keep the read waiting: a signal ends it at once)
-        let file = try orFailure("\(input == "-" ? "standard input" : input): ") {
-            try ProcessSignals.stoppingAtOnce { try input == "-" ? MIDIFile(fileDescriptor: STDIN_FILENO) : MIDIFile(path: input) }
-        }
-        let input = input == "-" ? "standard input" : input
-        let schedule = file.schedule(sampleRate: rate)
-        // The schedule carries the file's warnings (and only those): each once.
-        let allWarnings = schedule.warnings
-        if !s.quiet {
-            for w in allWarnings.prefix(5) { log("spinet: warning: \(input): \(w.description)") }
-            if allWarnings.count > 5 { log("spinet: warning: \(input): \(allWarnings.count - 5) more warnings") }
-        }
-        let hours = Double(schedule.endFrame) / Double(rate) / 3600
-        guard hours <= 24 else {
-            throw Failure(input + formatted(" lasts %.0f hours (a damaged delta time or End of Track?); Spinet renders at most 24 hours", min(hours, 1e12)))
-        }
-        let hasNotes = schedule.events.contains { if case .message(let m) = $0.kind { return m.isNoteOn } else { return false } }
-        guard hasNotes else {
-            throw Failure("\(input) has no notes to play (\(schedule.events.count) events, none a note-on); nothing rendered")
-        }
-        // The longest the output can be (the music, the tail cap, its fade and
-        // the latency, with a second to spare) decides RF64 over WAV, or refuses AIFF.
-        let musicEnd = max(schedule.endFrame, schedule.events.last?.frame ?? 0)
-        let rf64 = try orFailure {
-            let options = OfflineRenderer.Options()
-            let (sum, overflow) = musicEnd.addingReportingOverflow(Int64((options.tailCap + options.fadeSeconds + 1) * Double(rate)))
-            let maxFrames = overflow ? Int64.max : sum   // saturating, as the renderer's own tail cap
-            return try AudioFileWriter.needsRF64(format: container, sampleFormat: s.sampleFormat, maxFrames: maxFrames, name: out.displayName)
-                && out.isSeekable   // a WAV stream already marks its sizes unknown
-        }
-
-        try Self.checkMuteAndSolo(schedule, input: input, settings: s, log: log)
-
-        // 2. The SoundFont(s), loaded before any audio work, and the engine, driven offline.
-        let fonts = try Render.fontsOrDefault(s.soundFonts)
-        let graph = try orFailure { try GraphBuilder.offline(s.graph, fonts: fonts, schedule: schedule, sampleRate: Double(rate),
-                                                             partitions: Self.partitions) }
-        let units = graph.soundFonts
-        if announceSoundFont && !s.quiet { log("SoundFont: \(fonts.joined(separator: ", "))") }
-        // Every unit loaded the same fonts: say once what of them is damaged,
-        // even with --quiet (the render lacks instruments).
-        if announceSoundFont { for w in units.first?.fontWarnings ?? [] { log("spinet: warning: \(w)") } }
-        let engine = graph.engine, queue = graph.inputs[0], synth = graph.synth, synthChannels = graph.synthChannels
-        let renderer = OfflineRenderer(engine: engine, queue: queue, schedule: schedule)
-        engine.prepare(sampleRate: Double(rate), maxFrames: renderer.options.blockFrames)
-
-        let writer = try orFailure {
-            try AudioFileWriter(path: out.writePath, fileDescriptor: out.fileDescriptor,
-                                format: container, sampleFormat: s.sampleFormat, sampleRate: rate,
-                                rf64: rf64, name: out.displayName)
-        }
-        // --stems: one file per stem channel, each through its own temporary file.
-        let labeler = Self.noteLabeler(settings: s, fonts: fonts, synth: synth, synthChannels: synthChannels)
-        var stemNames: [String] = []
-        var stemWriters: [AudioFileWriter] = []
-        if let stemRequest {
-            stemNames = Self.stemNames(graph.stemChannels, labels: labeler.labels(schedule), extension: container.rawValue)
-            try orFailure {
-                for name in stemNames {
-                    try outputs.plan(stemRequest.directory + "/" + name, option: "--stems", role: .stem, format: container,
-                                     replace: stemRequest.replace)
-                }
-                try outputs.begin()
-                for file in outputs.files(.stem) {
-                    stemWriters.append(try AudioFileWriter(path: file.writePath, fileDescriptor: file.fileDescriptor, format: container,
-                                                           sampleFormat: s.sampleFormat, sampleRate: rate, rf64: rf64, name: file.displayName))
-                }
-            }
-        }
-        // A stem may pass full scale where the stems cancel in the mix: in 16
-        // or 24 bits it clips there, which the summary warns about.
-        var stemPeaks = [Float](repeating: 0, count: stemWriters.count)
-        let writeStem: (Int, UnsafePointer<Float>, UnsafePointer<Float>, Int) throws -> Void = { i, l, r, n in
-            var peak = stemPeaks[i]
-            for j in 0..<n { peak = max(peak, abs(l[j]), abs(r[j])) }
-            stemPeaks[i] = peak
-            try stemWriters[i].write(left: l, right: r, frames: n)
-        }
-
-        progress.start(musicSeconds: Double(schedule.endFrame) / Double(rate))
-        let start = DispatchTime.now()
-        var report: RenderReport
-        // --normalize: the render goes to a spool first, the output once its loudness is known.
-        let normalizer: LoudnessNormalizer?
-        do { normalizer = try s.normalize.map { try LoudnessNormalizer(sampleRate: rate, target: $0, stems: stemWriters.count) } } catch {
-            throw Failure("\(error)")
-        }
-        let shouldStop = { ProcessSignals.stopRequested.load(ordering: .relaxed) }
-        do {
-            report = try renderer.run(
-                sink: { l, r, n in
-                    if let normalizer { try normalizer.append(left: l, right: r, frames: n) } else { try writer.write(left: l, right: r, frames: n) }
-                },
-                stemSink: stemWriters.isEmpty ? nil : { i, l, r, n in
-                    if let normalizer { try normalizer.appendStem(i, left: l, right: r, frames: n) } else { try writeStem(i, l, r, n) }
-                },
-                progress: { progress.update($0) },
-                shouldStop: shouldStop)
-        } catch let e as AudioFileError {
-            progress.finish()
-            outputs.discard()
-            if writer.readerClosed { throw Failure("", status: 0) }   // e.g. `| head -c 100`
-            throw Failure(e.description)
-        } catch let e as LoudnessNormalizer.Failure {
-            progress.finish()
-            throw Failure(e.description)
-        }
-        progress.finish()
-        var seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
-        for line in Set(SoundFontUnit.drainRenderThreadMessages()).sorted() where !s.quiet {
-            log("spinet: FluidSynth: \(line)")
-        }
-        // (a signal after the last block still stops it: the exit status says so)
-        if report.interrupted || shouldStop() { throw interruptedFailure() }
-        // Silent means inaudible, not exactly 0: below the renderer's silence
-        // threshold (-90 dBFS, the 16-bit LSB); effects can leave a residue far below it.
-        if report.peakDBFS < renderer.options.silenceDBFS {
-            throw Failure("the render of \(input) is silent (no SoundFont preset for its programs, or every volume at 0); no output written")
-        }
-        var loudness: LoudnessNormalizer.Result?
-        if let normalizer {
-            do {
-                var peak: Float = 0
-                loudness = try normalizer.finish(sink: { l, r, n in
-                    for i in 0..<n { peak = max(peak, abs(l[i]), abs(r[i])) }
-                    try writer.write(left: l, right: r, frames: n)
-                }, stemSink: stemWriters.isEmpty ? nil : writeStem, shouldStop: shouldStop)
-                report.peak = peak
-                if let l = loudness, abs(l.output - normalizer.target) > 0.1, !s.quiet {
-                    log("spinet: warning: \(input): --normalize " + formatted("%g", normalizer.target)
-                        + formatted(": the limiter's ceiling holds this render at %.1f LUFS (%+.1f dB of gain)", l.output, l.gainDB))
-                }
-                seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
-            } catch is LoudnessNormalizer.Interrupted {
-                throw interruptedFailure()
-            } catch {
-                throw (error as? Failure) ?? Failure("\(error)")
-            }
-        }
-        if s.sampleFormat != .float32 && !s.quiet {
-            for (name, peak) in zip(stemNames, stemPeaks) where peak > 1 {
-                log("spinet: warning: \(input): stem \(name) peaks at " + formatted("%+.2f dBFS", 20 * log10(Double(peak)))
-                    + " (it cancels against other stems in the mix) and clips in \(s.sampleFormat.rawValue) bits; use --bits 32f, or a lower --gain")
-            }
-        }
-        do {
-            try writer.close()
-            for w in stemWriters { try w.close() }
-            if let notes {
-                // each sounded note's stem: its channel's file
-                var stemOf: [Int: String] = [:]
-                for (c, name) in zip(graph.stemChannels, stemNames) { stemOf[c] = name }
-                let text = NoteLabeler.text(labeler.labels(schedule), sampleRate: rate,
-                                            json: notes.target.lowercased().hasSuffix(".json"),
-                                            stem: { n in n.sounded ? stemOf[n.port * 16 + n.channel - 1] ?? "" : "" })
-                try orFailure("--notes: ") { try notes.writeText(text) }
-            }
-            // the stems, the notes, the mix last: see OutputTransaction
-            try outputs.commit(shouldStop: shouldStop)
-        } catch is OutputTransaction.Interrupted {
-            throw interruptedFailure()
-        } catch {
-            throw (error as? Failure) ?? Failure("\(error)")
-        }
-        return FileRender(report: report, seconds: seconds, loudness: loudness,
-                          note: rf64 ? " (RF64: the render could pass the 4 GB a WAV header can hold)" : "",
-                          stems: stemNames)
-    }
-
-    /// The note labeler of a render (`--notes`, and the instrument names of `--stems`).
-    static func noteLabeler(settings s: RenderSettings, fonts: [String], synth: OscillatorSynth, synthChannels: Set<Int>) -> NoteLabeler {
-        var labeler = NoteLabeler()
-        labeler.synthChannels = synthChannels
-        labeler.mutedChannels = Set(s.mutedChannels)
-        labeler.soloChannels = Set(s.soloChannels)
-        labeler.synthBank = Int(OscillatorSynth.spinetPresetBank)
-        labeler.grid = SoundFontUnit.grid
-        let fontNames = SoundFontPresetNames(fonts: fonts)
-        let bank = s.presetBank
-        labeler.instrumentName = { channel, b, program, onSynth in
-            guard onSynth else { return program.map { fontNames.name(bank: b, program: $0) ?? "" } ?? fontNames.name(bank: b, program: 0) ?? "" }
-            if let program, let p = bank.presets.first(where: { $0.program == program }) { return p.name }
-            return synth.presetName(channel: channel) ?? ""
-        }
-        return labeler
-    }
-
-    /// The file name of each stem: `NN-Instrument.ext` (two-digit channel;
-    /// `P.NN-` on port P > 1), the instrument of the channel's first sounded
-    /// note, as the notes file names it.
-    static func stemNames(_ channels: [Int], labels: [NoteLabel], extension ext: String) -> [String] {
-        var first: [Int: String] = [:]
-        for n in labels where n.sounded {
-            let c = n.port * 16 + n.channel - 1
-            if first[c] == nil { first[c] = n.instrument }
-        }
-        return channels.map { c in
-            let number = (c < 16 ? "" : "\(c / 16 + 1).") + formatted("%02ld", c % 16 + 1)
-            return number + "-" + stemInstrumentName(first[c] ?? "") + "." + ext
-        }
-    }
-
-    /// An instrument name fit for a file name: no slash, no control
-    /// character, no leading dot, trimmed, at most 100 bytes ("Channel" when empty).
-    static func stemInstrumentName(_ name: String) -> String {
-        var out = ""
-        for ch in name.unicodeScalars {
-            if ch == "/" || ch == "\\" || ch.value < 0x20 || ch.value == 0x7F { out.unicodeScalars.append("_") } else { out.unicodeScalars.append(ch) }
-        }
-        out = out.trimmingSpaces
-        while out.hasPrefix(".") { out.removeFirst() }
-        while out.utf8.count > 100 { out.removeLast() }
-        return out.isEmpty ? "Channel" : out
-    }
-
-    /// `--mute`/`--solo` against the channels that play notes in this file:
-    /// a channel named on port 1 that plays nothing there but does on another
-    /// port (drums on port 2) is pointed out, and a render they would leave
-    /// silent is an error before any work.
-    static func checkMuteAndSolo(_ schedule: MIDISchedule, input: String, settings s: RenderSettings,
-                                 log: (String) -> Void) throws {
-        guard !s.mutedChannels.isEmpty || !s.soloChannels.isEmpty else { return }
-        var playing = Set<Int>()
-        for e in schedule.events {
-            if case .message(let m) = e.kind, m.isNoteOn, let c = m.channel { playing.insert(Int(c)) }
-        }
-        func name(_ c: Int) -> String { c < 16 ? "\(c + 1)" : "\(c / 16 + 1).\(c % 16 + 1)" }
-        for (option, channels) in [("--solo", s.soloChannels), ("--mute", s.mutedChannels)] {
-            for c in Set(channels).sorted() where c < 16 && !playing.contains(c) {
-                let elsewhere = playing.filter { $0 % 16 == c && $0 >= 16 }.sorted()
-                if !elsewhere.isEmpty && !s.quiet {
-                    log("spinet: warning: \(input): \(option) \(c + 1) names channel \(c + 1) of port 1, which plays no notes; "
-                        + "this file plays it on port \(elsewhere.map { "\($0 / 16 + 1)" }.joined(separator: ", ")): use "
-                        + elsewhere.map { "\(option) \(name($0))" }.joined(separator: " or "))
-                }
-            }
-        }
-        let muted = Set(s.mutedChannels), solo = Set(s.soloChannels)
-        let heard = playing.filter { !muted.contains($0) && (solo.isEmpty || solo.contains($0)) }
-        if heard.isEmpty && !playing.isEmpty {
-            let list = playing.sorted().map(name).joined(separator: ", ")
-            let why = solo.isEmpty ? "--mute silences" : (muted.isEmpty ? "--solo leaves out" : "--mute and --solo silence")
-            throw Failure("nothing to hear in \(input): \(why) every channel that plays notes (\(list)); nothing rendered")
-        }
+        let e = OfflineSession.interrupted()
+        return Failure(e.description, status: e.exitStatus)
     }
 
     /// A named effect preset, `none`, or the default when the option is absent.
@@ -635,99 +368,6 @@ struct Render: ParsableCommand {
             + (loudness.map { formatted("; loudness %.1f LUFS, %+.1f dB to %.1f LUFS", $0.measured, $0.gainDB, $0.output) } ?? "")
             + " -> \(dest)"
     }
-}
-
-/// The options every file of a render shares (see `Render.settings(batch:)`).
-struct RenderSettings: Sendable {
-    var rate: Int
-    var sampleFormat: SampleFormat
-    /// Empty: the default font, looked up once the MIDI file has been read.
-    var soundFonts: [String]
-    var channelAssignments: [String]
-    /// The first this many of `channelAssignments` came from the config file.
-    var configChannelCount = 0
-    /// `config PATH: "channels":`, for their errors.
-    var configLabel = ""
-    var presetBank: PresetBank
-    var polyphony: Int
-    /// Render threads for one file.
-    var threads: Int
-    /// Files rendered at once (a batch's --jobs): the voice memory budget covers them all.
-    var concurrentFiles = 1
-    var gain: Double
-    var fluidEffects: Bool
-    var quiet: Bool
-    var spinetEffects = false
-    /// Global channels muted and soloed (`--mute`, `--solo`, the config file).
-    var mutedChannels: [Int] = []
-    var soloChannels: [Int] = []
-    var reverb: ReverbPreset?
-    var chorus: ChorusPreset?
-    var delay: DelayPreset?
-    var equalizer: Equalizer.Parameters?
-    /// --normalize: the integrated loudness to bring each output to, in LUFS.
-    var normalize: Double?
-    /// --stems: stems besides the mix.
-    var stems = false
-    /// Files the render reads besides the MIDI file (fonts, presets, config): never the output.
-    var filesInUse: [FileInUse] = []
-}
-
-extension RenderSettings {
-    /// What the graph builder makes of these settings (ports and render
-    /// threads are decided per file).
-    var graph: GraphSettings {
-        var g = GraphSettings()
-        g.engine.gainDB = gain
-        g.engine.mutedChannels = mutedChannels
-        g.engine.soloChannels = soloChannels
-        if spinetEffects {
-            g.engine.reverb = reverb
-            g.engine.chorus = chorus
-            g.engine.delay = delay
-        }
-        g.engine.equalizer = equalizer
-        g.soundFont.polyphony = polyphony
-        g.soundFont.fluidEffects = fluidEffects
-        g.presets = presetBank
-        g.synthPolyphony = 256
-        g.channelAssignments = channelAssignments
-        g.configChannelCount = configChannelCount
-        g.configLabel = configLabel
-        g.renderThreads = threads
-        g.concurrentRenders = concurrentFiles
-        g.stems = stems
-        return g
-    }
-}
-
-/// What one file's render did.
-struct FileRender: Sendable {
-    var report: RenderReport
-    /// Wall time of the render itself.
-    var seconds: Double
-    /// What --normalize measured and did.
-    var loudness: LoudnessNormalizer.Result? = nil
-    /// Appended to the summary line (RF64).
-    var note = ""
-    /// The stems' file names (--stems).
-    var stems: [String] = []
-}
-
-/// Where `--stems` writes one file's stems.
-struct StemOutputs: Sendable {
-    var directory: String
-    /// Replace existing stems even without --force: --skip-existing redoes
-    /// an input whose mix is missing, and the stems a stopped commit left.
-    var replace: Bool
-}
-
-/// Follows one file's render: `start` once its length is known, `update`
-/// with the fraction of the music done, `finish` when the render loop ends.
-protocol RenderProgress: AnyObject {
-    func start(musicSeconds: Double)
-    func update(_ fraction: Double)
-    func finish()
 }
 
 /// A one-line progress bar on a terminal, redrawn at most ten times a second.

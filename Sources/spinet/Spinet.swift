@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import SpinetSupport
+import SpinetRig
 
 @main
 struct Spinet: ParsableCommand {
@@ -44,6 +45,8 @@ func orFailure<T>(_ prefix: String = "", _ body: () throws -> T) throws -> T {
         return try body()
     } catch let f as Failure {
         throw f
+    } catch let e as RigError {
+        throw Failure(e.description.isEmpty ? "" : prefix + e.description, status: e.exitStatus)
     } catch {
         throw Failure(prefix + String(describing: error))
     }
