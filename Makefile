@@ -111,7 +111,7 @@ uninstall-plugins-clap:
 
 # Spinet's LV2 in Ardour 7, headless (scripts/ardour-test.sh): installs
 # Debian's ardour if missing (about 80 s on a fresh machine; skipped, saying
-# so, when it cannot be installed), then about 20 s. Part of `make test`.
+# so, when it cannot be installed), then 20-40 s. Part of `make test`.
 .PHONY: ardour-test
 ardour-test: plugins-lv2
 	scripts/ardour-test.sh

@@ -8,30 +8,31 @@
 # the other tests), then:
 #   1. creates a session (ardour7-lua, scripts/ardour-test/create.lua): a
 #      MIDI track with Spinet as its instrument, gain -6 dB and reverb 0.25
-#      set through Ardour, and in front of Spinet a Lua DSP player
-#      (scripts/ardour-test/player.lua) that emits the test's MIDI events at
-#      their session samples;
+#      set through Ardour, holding one MIDI region with the test's music.
+#      Headless Lua cannot create a MIDI source itself (no SourceFactory, no
+#      import), but a track's bounce makes one: the track, switched off,
+#      gets an event processor (scripts/ardour-test/events.lua: the
+#      controller and program events at their samples), is bounced into a
+#      region, and the region goes into its playlist; the notes are written
+#      into the region with Ardour's MIDI model API (a note diff command).
+#      The test checks the region's notes as Ardour reads them back;
 #   2. bounces it with ardour7-export and checks (scripts/ardour-test/check.py)
 #      that it sounds, that it is the project's own LV2 host's render of the
-#      same events at Ardour's block (1024) moved as a whole by a constant
-#      number of frames (to float rounding), and that the music ends. The
-#      first onset against its event is measured, not asserted: the
-#      player's events reach Spinet a few hundred frames after their session
-#      samples (256 or 272 frames later than the host plays them, varying
-#      between runs: the transport position a Lua DSP processor sees is not
-#      the track's latency-compensated position, and its delivery is not
-#      sample-stable). Program changes go out as two bytes: Ardour drops a
-#      three-byte one;
+#      events each handed to Spinet its latency (72 frames) early, which is
+#      Ardour's latency compensation, and every note's onset in the bounce:
+#      a synth note's at its frame, a SoundFont note's on the 64-frame grid
+#      of the plugin's time (8 frames late for these notes: the latency is
+#      not a multiple of 64), the same frame as in the host's render; and
+#      that the music ends;
 #   3. checks the saved state holds Ardour's parameter values;
 #   4. moves the font away (and gives channel 4 to Spinet's synth in the
 #      saved state), reopens the session and checks that Spinet logged the
-#      missing path, played the default font and kept every other setting.
-# Why a player and not a MIDI region: headless Ardour's Lua has no way to
-# create a MIDI source (no SourceFactory, no import: Editor:do_import is
-# GUI-only), and its MIDI model API only edits an existing region; a region
-# written into the session XML by hand was refused on load ("cannot create
-# Playlist from XML description"). The player puts the same events on the
-# track's MIDI stream, at their samples.
+#      missing path, played the default font and kept every other setting;
+#   5. checks the program and key names Ardour read from Spinet (its midnam
+#      extension): Ardour's Lua cannot reach them, so both ardour7-lua runs
+#      have scripts/ardour-test/midnam-spy.c preloaded, which records the
+#      MIDNAM documents Ardour takes (scripts/ardour-test/midnam.py looks the
+#      test's programs and a drum key up in them, as Ardour does).
 # Prints the time it takes, the install apart.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -73,16 +74,30 @@ events="2400 176 0 126
 33600 144 72 100
 43200 129 60 0
 48000 128 72 0"
-first=9600 music_end=48000 frames=144000
-sed -e "/@EVENTS@/{r /dev/stdin" -e "d}" "$here/player.lua" <<<"$events" > "$HOME/.config/ardour7/scripts/spinet_test_player.lua"
+music_end=48000 frames=144000
+# the event processor bounced into the region gets all but the notes
+awk '$2 < 128 || $2 >= 160' <<<"$events" | sed -e "/@EVENTS@/{r /dev/stdin" -e "d}" "$here/events.lua" > "$HOME/.config/ardour7/scripts/spinet_test_events.lua"
+
+cc -std=gnu11 -O2 -Wall -Wextra -shared -fPIC -o "$work/midnam-spy.so" "$here/midnam-spy.c" -ldl \
+  || { echo "ardour-test: FAIL cannot build midnam-spy.c"; exit 1; }
+spy() { SPINET_MIDNAM_SPY=$1 LD_PRELOAD=$work/midnam-spy.so "${@:2}"; }
 
 log=$work/create.log
-ardour7-lua "$here/create.lua" > "$log" 2>&1
+EVENTS=$events FRAMES=$frames spy "$work/midnam-create.log" ardour7-lua "$here/create.lua" > "$log" 2>&1
 grep '^ardour-test:' "$log"
 grep -q '^ardour-test: listed Spinet creator The Spinet developers' "$log" \
   && echo "ardour-test: ok   Ardour lists Spinet with its creator" \
   || { echo "ardour-test: FAIL Ardour lists Spinet with its creator"; fail=1; }
 [[ -f $SESSION_DIR/$SESSION_NAME.ardour ]] || { echo "ardour-test: FAIL the session was not created:"; cat "$log"; exit 1; }
+# the region's notes as Ardour's model reads them back: channel, key,
+# velocity and frame of each note-on
+expected_notes=$(awk '$2 >= 144 && $2 < 160 && $4 > 0 {print $2 - 143, $3, $4, $1}' <<<"$events")
+region_notes=$(awk '$2 == "region" && $3 == "note" {print $4, $5, $6, $8}' "$log")
+if [[ -n $region_notes && $region_notes == "$expected_notes" ]] && grep -q '^ardour-test: region .* regions in the playlist 1$' "$log"; then
+  echo "ardour-test: ok   the track holds a MIDI region with the test's $(wc -l <<<"$region_notes") notes, at their frames"
+else
+  echo "ardour-test: FAIL the track's MIDI region holds the test's notes:"; echo "$region_notes"; fail=1
+fi
 
 # The session range (headless Lua has no Location constructor): 0 to 3 s,
 # in Ardour 7's superclock (282240000 per second).
@@ -95,14 +110,15 @@ s = s.replace("<Locations/>", "<Locations>\n    " + loc + "\n  </Locations>", 1)
 open(p, "w").write(s)
 PY
 
-# 2. the bounce, against the project's own host
+# 2. the bounce, against the project's own host. Ardour compensates
+# Spinet's latency by handing each event to it that many frames before its
+# frame: the host plays the events so (the latency is the one Ardour reports).
 ardour7-export -b float -o "$work/ardour.wav" "$SESSION_DIR" "$SESSION_NAME" > "$work/export.log" 2>&1 \
   || { echo "ardour-test: FAIL ardour7-export:"; cat "$work/export.log"; exit 1; }
-awk '{printf "%s %02x %02x %02x\n", $1, $2, $3, $4}' <<<"$events" > "$work/host.events"
-"$PLUGINS/lv2-host" --bundle "$PLUGINS/spinet.lv2" --block 1024 --frames $((frames + 1024)) --events "$work/host.events" \
-  --param gain=-6 --param reverb=0.25 --out "$work/host.wav" > "$work/host.log" 2>&1 || { echo "ardour-test: FAIL lv2-host"; cat "$work/host.log"; exit 1; }
-latency=$(awk '$1 == "instance1" && $2 == "latency" {print $3}' "$work/host.log")
-python3 "$here/check.py" "$work/ardour.wav" "$work/host.wav" "$latency" "$first" "$music_end" || fail=1
+latency=$(awk '$1 == "ardour-test:" && $2 == "latency:" {print $4}' "$log")
+[[ $latency =~ ^[0-9]+$ ]] || { echo "ardour-test: FAIL Ardour reported no latency for Spinet:"; cat "$log"; exit 1; }
+python3 "$here/check.py" "$work/ardour.wav" "$latency" "$music_end" "$PLUGINS/lv2-host" "$PLUGINS/spinet.lv2" "$work" \
+  --param gain=-6 --param reverb=0.25 <<<"$events" || fail=1
 
 # 3. the state holds Ardour's parameter values
 state=$(ls -d "$SESSION_DIR"/plugins/*/state* 2>/dev/null | tail -1)
@@ -117,7 +133,7 @@ saved_font=$(sed -n 's/.*"soundfont": "\(.*\)",/\1/p' "$state/state.ttl")
 sed -i 's/"channels": \[\]/"channels": ["4=synth"]/' "$state/state.ttl"
 mv "$HOME/.lv2/spinet.lv2/SoundFonts/sf_GMbank.sf2" "$HOME/.lv2/spinet.lv2/SoundFonts/moved.sf2"
 rm -f "$SESSION_DIR"/externals/*/sf_GMbank.sf2 2>/dev/null
-ardour7-lua "$here/reopen.lua" > "$work/reopen.log" 2>&1
+spy "$work/midnam-reopen.log" ardour7-lua "$here/reopen.lua" > "$work/reopen.log" 2>&1
 grep '^ardour-test:' "$work/reopen.log"
 if grep -q "$saved_font" "$work/reopen.log" && grep -q "other settings are restored" "$work/reopen.log"; then
   echo "ardour-test: ok   the host's log names the missing font: $(grep -m1 'not found' "$work/reopen.log" | cut -c1-300)"
@@ -130,6 +146,13 @@ if grep -q '"channels": \["4=synth"\]' "$state2/state.ttl" && grep -q '"gain": -
 else
   echo "ardour-test: FAIL after the move, the other settings survive:"; cat "$state2/state.ttl"; fail=1
 fi
+
+# 5. the names Ardour read from Spinet: the test's programs and a drum key,
+# with the bundled font (a new instance) and with the default font (the
+# reopened session's, whose font moved away)
+names=(1 126/0 0 organ 2 0/0 48 Strings 10 1/0 0 38 "Acoustic Snare")
+python3 "$here/midnam.py" "$work/midnam-create.log" "the new instance" "${names[@]}" || fail=1
+python3 "$here/midnam.py" "$work/midnam-reopen.log" "the reopened session" "${names[@]}" || fail=1
 
 echo "ardour-test: the test took $((SECONDS - t1)) s (the install apart)"
 exit $fail

@@ -12,9 +12,6 @@ for t in s:get_tracks ():iter () do
 		if p:display_name () == "Spinet" then
 			local gain, reverb = ARDOUR.LuaAPI.get_processor_param (p, 0), ARDOUR.LuaAPI.get_processor_param (p, 1)
 			print ("ardour-test: reopened gain", gain, "reverb", reverb)
-			local plugin = p:to_insert ():plugin (0)
-			local ok, names = pcall (function () return plugin:has_midnam () end)
-			print ("ardour-test: has_midnam", ok and tostring (names) or "not in Lua")
 		end
 		i = i + 1
 	end

@@ -1,10 +1,10 @@
 ardour {
 	["type"]    = "dsp",
-	name        = "Spinet Test Player",
+	name        = "Spinet Test Events",
 	category    = "Utility",
 	license     = "MIT",
 	author      = "The Spinet developers",
-	description = [[Plays the events of Spinet's Ardour test at their session samples (scripts/ardour-test.sh writes them into EVENTS).]]
+	description = [[Emits the controller and program events of Spinet's Ardour test at their samples, counted from its first run (scripts/ardour-test.sh writes them into EVENTS). The test bounces it once into the MIDI region and removes it.]]
 }
 
 -- "SAMPLE B1 B2 B3" per line, packed in one string: a Lua table per event
@@ -14,7 +14,7 @@ EVENTS = [[
 ]]
 
 local frames, bytes = {}, {}
-local next_event, last_pos = 1, -1
+local next_event, pos = 1, 0
 
 function dsp_ioconfig ()
 	return { { midi_in = 1, midi_out = 1, audio_in = 0, audio_out = 0 } }
@@ -32,19 +32,15 @@ function dsp_init (rate)
 	end
 end
 
--- Each event once, at its sample; one the transport passed before the
--- player ran (the first cycle of a roll) at the start of the cycle.
+-- The samples are counted from the first run: the test adds this processor
+-- to a track that is off (the engine never runs it) and bounces the track
+-- from sample 0, so its runs are the bounce's, in order.
 function dsp_run (_, _, n_samples)
-	if not Session:transport_rolling () then return end
-	local pos = Session:transport_sample ()
-	if pos < last_pos then next_event = 1 end   -- a locate back
-	last_pos = pos
 	local n = 1
 	while next_event <= #frames and frames[next_event] < pos + n_samples do
-		local t = frames[next_event] - pos
-		if t < 0 then t = 0 end
-		midiout[n] = { time = t + 1, data = bytes[next_event] }   -- times are 1-based
+		midiout[n] = { time = frames[next_event] - pos + 1, data = bytes[next_event] }   -- times are 1-based
 		n = n + 1
 		next_event = next_event + 1
 	end
+	pos = pos + n_samples
 end
