@@ -432,7 +432,7 @@ guest_player() {   # spinet play FILE while a keyboard plays along; Spinet ends 
   # host: nothing here is timed. The capture runs from before Spinet starts
   # until it has ended; the file plays on the left, the keyboard on the right.
   "${CAPTURE[@]}" -d 60 player.raw & local rec=$!
-  sleep 0.5
+  for _ in $(seq 200); do grep -q RUNNING /proc/asound/Loopback/pcm1c/sub0/status 2>/dev/null && break; sleep 0.1; done
   "$BIN" "${PLAY[@]}" --dry player.mid > spinet.log 2>&1 &
   SPINET=$!
   # After the file's start (a System Reset, which would centre the pan again).
