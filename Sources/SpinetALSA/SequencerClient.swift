@@ -35,7 +35,8 @@ public final class SequencerClient: @unchecked Sendable {
     }
 
     public struct Statistics: Sendable {
-        /// Events read from the sequencer.
+        /// Events that reached the input ports (MIDI; not the System
+        /// announcements about ports and connections).
         public var received: Int
         /// Times the kernel's input pool overflowed (-ENOSPC): events were lost there.
         public var overflows: Int
@@ -394,7 +395,6 @@ public final class SequencerClient: @unchecked Sendable {
                     break
                 }
                 guard let ev = evp else { continue }
-                receivedCount.add(1, ordering: .relaxed)
                 handle(ev, seq: seq, queue: queue, timeline: timeline, timing: timing, lastFrame: &lastFrame)
             }
 
@@ -434,6 +434,9 @@ public final class SequencerClient: @unchecked Sendable {
         let source = SequencerAddress(ev.source)
         let toInput = ev.dest.client == clientID && Int(ev.dest.port) < portCount
         let port = toInput ? ev.dest.port : 0
+        // MIDI, not the System announcements the hidden port listens to
+        // (a connection made, a port that appeared or changed).
+        if toInput { receivedCount.add(1, ordering: .relaxed) }
         switch SequencerDecoder.decode(ev, port: port) {
         case .messages(let batch):
             guard toInput else { return }

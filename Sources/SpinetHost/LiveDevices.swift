@@ -81,7 +81,8 @@ public protocol RateFollowingDevice: AudioDevice {
 
 /// Counts a MIDI input keeps, for the status line and the closing summary.
 public struct MIDIInputStatistics: Sendable {
-    /// Events received.
+    /// MIDI events received (ALSA: on the input ports, not the System
+    /// announcements about ports and connections).
     public var received = 0
     /// Of those, how many carried an arrival time from the system (ALSA: the
     /// kernel's queue stamp) rather than the reading thread's clock.

@@ -2,13 +2,17 @@
 """Capture checker for Spinet's system tests (python3 standard library only).
 
 Subcommands (all print one line and exit 0 on success, 1 on failure):
-  midi OUT.mid SPEC [--program P]     write a Standard MIDI File; SPEC is
+  midi OUT.mid SPEC [--program P] [--pan P]
+                                      write a Standard MIDI File (channel 1); SPEC is
                                       "start_ms:key:dur_ms[:vel],..." (1 tick = 1 ms)
   notes CAPTURE --expect "ms:key,..." [--reference REF.wav] [--tolerance-ms T] [--deviations]
-                                      every note sounds once, at its pitch (key -1:
-                                      any), and the
-                                      onsets keep the spacing of the file (or of
-                                      REF, the same file rendered offline) +-T ms;
+        [--channel left|right]        (the channels mixed unless one is named)
+                                      every note sounds once, in order, at its pitch
+                                      (key -1: any), and the onsets keep the spacing
+                                      of the file (or of REF, the same file rendered
+                                      offline) +-T ms (ms -1: a note not timed, e.g.
+                                      a keyboard's among a file's: the spacing runs
+                                      from the timed note before it);
                                       --deviations lists each onset's offset
   level CAPTURE --from S --to S (--above DB | --below DB)
                                       the peak level in a time window
@@ -42,9 +46,10 @@ RATE = int(os.environ.get("SPINET_TEST_RATE", "48000"))   # of raw captures
 
 
 # --- reading ---------------------------------------------------------------
-def read_capture(path):
-    """(mono float samples ((L+R)/2), sample rate) of a raw FLOAT_LE stereo
-    file at RATE, or of a WAV file at its own rate."""
+def read_capture(path, channel=None):
+    """(mono float samples ((L+R)/2, or the left (channel 0) or right (1)
+    alone), sample rate) of a raw FLOAT_LE stereo file at RATE, or of a WAV
+    file at its own rate."""
     if path.endswith(".wav"):
         with wave.open(path, "rb") as w:
             ch, width, n, rate = w.getnchannels(), w.getsampwidth(), w.getnframes(), w.getframerate()
@@ -58,11 +63,15 @@ def read_capture(path):
         else:
             vals = struct.unpack("<%di" % (len(data) // 4), data)
             scale = 2147483648.0
+        if channel is not None:
+            return [vals[i + channel] / scale for i in range(0, len(vals), ch)], rate
         return [sum(vals[i:i + ch]) / (ch * scale) for i in range(0, len(vals), ch)], rate
     with open(path, "rb") as f:
         data = f.read()
     n = len(data) // 8
     vals = struct.unpack("<%df" % (2 * n), data[:8 * n])
+    if channel is not None:
+        return list(vals[channel::2]), RATE
     return [(vals[2 * i] + vals[2 * i + 1]) * 0.5 for i in range(n)], RATE
 
 
@@ -150,6 +159,8 @@ def cmd_midi(a):
     events = []   # (tick, order, bytes)
     if a.program is not None:
         events.append((0, 0, bytes([0xC0, a.program])))
+    if a.pan is not None:
+        events.append((0, 0, bytes([0xB0, 10, a.pan])))
     for n in notes:
         start, key, dur = n[0], n[1], n[2]
         vel = n[3] if len(n) > 3 else 100
@@ -175,7 +186,7 @@ def cmd_midi(a):
 
 
 def cmd_notes(a):
-    x, rate = read_capture(a.capture)
+    x, rate = read_capture(a.capture, {"left": 0, "right": 1}.get(a.channel))
     expect = spec_list(a.expect)
     got = onsets(x, rate)
     if len(got) != len(expect):
@@ -194,21 +205,26 @@ def cmd_notes(a):
         want_ms = [float(e[0]) for e in expect]
     problems = []
     worst = 0.0
+    timed = None    # the last timed note before this one
     for i, ((ms, key), idx) in enumerate(zip(expect, got)):
         k = pitch(x, idx, rate) if key >= 0 else key   # a key of -1: any pitch
         if k != key:
             problems.append("note %d: key %s heard, %d expected" % (i + 1, k, key))
-        if i > 0:
-            want = want_ms[i] - want_ms[i - 1]
-            have = (idx - got[i - 1]) * 1000.0 / rate
+        if ms < 0 and not a.reference:
+            continue
+        if timed is not None:
+            want = want_ms[i] - want_ms[timed]
+            have = (idx - got[timed]) * 1000.0 / rate
             worst = max(worst, abs(have - want))
             if abs(have - want) > a.tolerance_ms:
-                problems.append("note %d: %.1f ms after the previous one, %.1f ms expected" % (i + 1, have, want))
+                problems.append("note %d: %.1f ms after note %d, %.1f ms expected" % (i + 1, have, timed + 1, want))
+        timed = i
     listed = ""
     if a.deviations:
         # Each note's onset minus its expected time, relative to the first
         # note: a constant latency gives all zeros.
-        dev = [(idx - got[0]) * 1000.0 / rate - (w - want_ms[0]) for idx, w in zip(got, want_ms)]
+        pairs = [(idx, w) for (ms, _), idx, w in zip(expect, got, want_ms) if ms >= 0 or a.reference]
+        dev = [(idx - pairs[0][0]) * 1000.0 / rate - (w - pairs[0][1]) for idx, w in pairs]
         listed = "; onset minus expected, from the first note (ms): " + " ".join("%+.2f" % d for d in dev)
     if problems:
         return False, "; ".join(problems) + listed
@@ -403,9 +419,10 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("midi"); s.add_argument("out"); s.add_argument("spec"); s.add_argument("--program", type=int)
+    s.add_argument("--pan", type=int)
     s = sub.add_parser("notes"); s.add_argument("capture"); s.add_argument("--expect", required=True)
     s.add_argument("--tolerance-ms", type=float, default=5.0); s.add_argument("--reference")
-    s.add_argument("--deviations", action="store_true")
+    s.add_argument("--deviations", action="store_true"); s.add_argument("--channel", choices=["left", "right"])
     s = sub.add_parser("level"); s.add_argument("capture"); s.add_argument("--from", dest="start", type=float, required=True)
     s.add_argument("--to", dest="end", type=float, required=True)
     g = s.add_mutually_exclusive_group(required=True)
