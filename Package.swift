@@ -82,7 +82,7 @@ let package = Package(
         // and units), the live session over any AudioDevice and MIDIInput, the
         // swappable SoundFont slot and recording. No driver in it.
         .target(name: "SpinetRig", dependencies: [
-            "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetHost",
+            "SpinetEngine", "SpinetEffects", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetHost",
             "SpinetSettings", "SpinetSupport",
         ]),
         // The plugin core every plugin format wraps: one instance = one live

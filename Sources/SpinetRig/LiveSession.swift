@@ -198,9 +198,7 @@ public final class LiveSession {
                     if failure != nil { break }
                 }
                 do {
-                    let unit = try SoundFontUnit(fonts: fonts, sampleRate: Double(rate), channels: settings.engine.ports * 16,
-                                                 options: settings.soundFont)
-                    let next = try GraphBuilder.live(settings, soundFont: unit, inputCapacities: graph.inputs.map(\.capacity))
+                    let next = try GraphBuilder.live(settings, fonts: fonts, rate: Double(rate), inputCapacities: graph.inputs.map(\.capacity))
                     next.engine.prepare(sampleRate: Double(rate), maxFrames: max(device.periodFrames, 1))
                     next.engine.setTempo(beatsPerMinute: options.tempo)
                     while !follower.offer(engine: next.engine) && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(5_000) }
@@ -238,8 +236,7 @@ public final class LiveSession {
             if let next = requests?.take(reloading: fonts) ?? (ProcessSignals.reloadRequested.exchange(false, ordering: .relaxed) ? fonts : nil) {
                 // Loaded here, off the render thread; the render thread swaps it in.
                 do {
-                    let newUnit = try SoundFontUnit(fonts: next, sampleRate: sampleRate, channels: settings.engine.ports * 16,
-                                                    options: settings.soundFont)
+                    let newUnit = try GraphBuilder.liveSoundFont(settings, fonts: next, rate: sampleRate)
                     while !slot.offer(newUnit) && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(20_000) }
                     fonts = next
                     if !options.quiet { status.print("SoundFont: switched to \(next.joined(separator: ", ")) (notes sounding ring on)") }

@@ -155,11 +155,7 @@ struct Render: ParsableCommand {
         s.configChannelCount = file.channels.count
         s.configLabel = file.label("channels")
         if soundFonts.isEmpty { try Self.checkConfigFonts(file) }
-        s.spinetEffects = fx.spinetEffects
-        s.reverb = fx.reverb
-        s.chorus = fx.chorus
-        s.delay = fx.delay
-        s.equalizer = fx.equalizer
+        s.effects = fx.choices
         if let stems = dataset.stems {
             if stems == "-" { throw Failure("--stems - : stems are files in a directory; name one with --stems DIR") }
             if fx.fluidEffects {
@@ -657,14 +653,11 @@ struct RenderSettings: Sendable {
     var gain: Double
     var fluidEffects: Bool
     var quiet: Bool
-    var spinetEffects = false
     /// Global channels muted and soloed (`--mute`, `--solo`, the config file).
     var mutedChannels: [Int] = []
     var soloChannels: [Int] = []
-    var reverb: ReverbPreset?
-    var chorus: ChorusPreset?
-    var delay: DelayPreset?
-    var equalizer: Equalizer.Parameters?
+    /// Spinet's effects and the EQ (FluidSynth's effects are `fluidEffects`).
+    var effects = EffectChoices()
     /// --normalize: the integrated loudness to bring each output to, in LUFS.
     var normalize: Double?
     /// --stems: stems besides the mix.
@@ -677,23 +670,18 @@ extension RenderSettings {
     /// What the graph builder makes of these settings (ports and render
     /// threads are decided per file).
     var graph: GraphSettings {
-        var g = GraphSettings()
-        g.engine.gainDB = gain
-        g.engine.mutedChannels = mutedChannels
-        g.engine.soloChannels = soloChannels
-        if spinetEffects {
-            g.engine.reverb = reverb
-            g.engine.chorus = chorus
-            g.engine.delay = delay
-        }
-        g.engine.equalizer = equalizer
-        g.soundFont.polyphony = polyphony
-        g.soundFont.fluidEffects = fluidEffects
-        g.presets = presetBank
-        g.synthPolyphony = 256
-        g.channelAssignments = channelAssignments
-        g.configChannelCount = configChannelCount
-        g.configLabel = configLabel
+        var sound = SoundChoices()
+        sound.gainDB = gain
+        sound.mutedChannels = mutedChannels
+        sound.soloChannels = soloChannels
+        sound.effects = effects
+        sound.effects.fluidEffects = fluidEffects
+        sound.polyphony = polyphony
+        sound.presets = presetBank
+        sound.channelAssignments = channelAssignments
+        sound.configChannelCount = configChannelCount
+        sound.configLabel = configLabel
+        var g = GraphSettings(sound)
         g.renderThreads = threads
         g.concurrentRenders = concurrentFiles
         g.stems = stems
