@@ -117,7 +117,7 @@ public final class PluginInstance: @unchecked Sendable {
     }
 
     deinit {
-        loader.stop()
+        loader?.stop()
         current?.release()
         applied.deallocate()
         scratch.deallocate()
@@ -329,7 +329,7 @@ public final class PluginInstance: @unchecked Sendable {
 
     /// Stops the loader thread (a load in hand finishes first); later requests are refused.
     public func stopLoader() {
-        loader.stop()
+        loader?.stop()
     }
 
     /// Waits until the loader has dealt with every request made before this call.
