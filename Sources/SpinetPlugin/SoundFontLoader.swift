@@ -46,9 +46,6 @@ final class LatestRecord: @unchecked Sendable {
         front = middle.exchange(front, ordering: .acquiringAndReleasing) & 3
         return body(UnsafePointer(storage + front * capacity))
     }
-
-    /// Whether a record waits for the reader.
-    var hasFresh: Bool { middle.load(ordering: .acquiring) & Self.fresh != 0 }
 }
 
 /// The plugin core's one SoundFont loader: a thread of the instance that
@@ -60,14 +57,6 @@ final class LatestRecord: @unchecked Sendable {
 final class SoundFontLoader: @unchecked Sendable {
     /// The longest path a request carries (bytes, without the NUL).
     static let pathCapacity = 4095
-
-    /// A finished load: whether it loaded, the path asked for, and the
-    /// font in use after it (the old one when it failed).
-    struct Result: Equatable, Sendable {
-        var status: Int32
-        var requested: String
-        var inUse: String
-    }
 
     private let requests = LatestRecord(capacity: 2 + pathCapacity)
     private let results = LatestRecord(capacity: 4 + 2 * (2 + pathCapacity))
@@ -138,20 +127,14 @@ final class SoundFontLoader: @unchecked Sendable {
     }
 
     /// The newest finished load since the last call (lock- and allocation-free
-    /// when `body` is), as the status and the two paths' bytes.
+    /// when `body` is): its status (0: loaded), the path asked for and the
+    /// font in use after it (the old one when it failed), as bytes.
     func takeResult<T>(_ body: (_ status: Int32, _ requested: UnsafeBufferPointer<UInt8>, _ inUse: UnsafeBufferPointer<UInt8>) -> T) -> T? {
         results.read { p in
             let status = Int32(bitPattern: UInt32(p[0]) << 24 | UInt32(p[1]) << 16 | UInt32(p[2]) << 8 | UInt32(p[3]))
             let a = Self.path(p + 4)
             let b = Self.path(p + 4 + 2 + Self.pathCapacity)
             return body(status, a, b)
-        }
-    }
-
-    /// The newest finished load since the last call, as strings.
-    func takeResult() -> Result? {
-        takeResult { status, a, b in
-            Result(status: status, requested: String(decoding: a, as: UTF8.self), inUse: String(decoding: b, as: UTF8.self))
         }
     }
 
