@@ -8,13 +8,12 @@
 //     (when inactive), state, latency, preset-load, on_main_thread;
 //   - audio thread: start/stop_processing, reset, process, params.flush
 //     while active. process allocates nothing and takes no lock;
-//   - one loader thread per instance: SoundFont loads asked for while the
-//     core exists (preset-load), so that neither the audio thread nor the
-//     main thread waits for a font to be read and prepared.
-// `core_lock` serializes the core's non-real-time calls (its header allows
-// one at a time per instance): the loader holds it for a load, the main
-// thread for create/destroy/activate/deactivate/save/restore. It is never
-// taken on the audio thread.
+//   - the core's loader thread: SoundFont loads asked for (preset-load)
+//     are the core's, so that neither the audio thread nor the main thread
+//     waits for a font to be read and prepared; it calls font_loaded when
+//     one is done, and on_main_thread takes the result.
+// `core_lock` guards the core pointer, which the main thread replaces
+// (create, a new rate, destroy). It is never taken on the audio thread.
 //
 // The core is created lazily at the first call that needs it (activate,
 // state save/load, a parameter flush or a font choice while inactive) at the
@@ -74,18 +73,6 @@ typedef struct spinet_clap {
     char *pending_font;              // chosen while no core existed (main thread)
     pthread_mutex_t core_lock;
 
-    // The loader thread and its one-slot queue (the newest request wins).
-    pthread_t loader;
-    bool loader_started;
-    pthread_mutex_t loader_lock;
-    pthread_cond_t loader_cond;
-    char *loader_request;
-    bool loader_quit;
-    // Finished loads, for on_main_thread (guarded by loader_lock).
-    char *done_path;
-    int done_status;
-    bool done_pending;
-
     // process' scratch, allocated at init.
     spinet_midi_event *events;
     uint8_t *bytes;                  // the channel messages' bytes, 3 per event
@@ -119,6 +106,21 @@ static void logf_(spinet_clap *s, clap_log_severity severity, const char *format
     instance_log(s, severity, line);
 }
 
+// The core's loader finished a font (its thread): the main thread takes
+// the result in on_main_thread.
+static void font_loaded(void *context, int status) {
+    (void)status;
+    spinet_clap *s = context;
+    if (s->host->request_callback != NULL) s->host->request_callback(s->host);
+}
+
+// Asks the core's loader for `path` (core_lock held, a core present).
+static bool request_font_locked(spinet_clap *s, const char *path) {
+    if (spinet_plugin_request_soundfont(s->core, path, strlen(path)) == 0) return true;
+    logf_(s, CLAP_LOG_ERROR, "SoundFont %s not loaded: the path is longer than 4095 bytes", path);
+    return false;
+}
+
 // Creates the core if there is none (main thread, core_lock held).
 static bool ensure_core_locked(spinet_clap *s) {
     if (s->core != NULL) return true;
@@ -130,9 +132,9 @@ static bool ensure_core_locked(spinet_clap *s) {
     }
     s->core_rate = rate;
     s->names_stale = true;
+    spinet_plugin_set_soundfont_listener(s->core, font_loaded, s);
     if (s->pending_font != NULL) {
-        if (spinet_plugin_load_soundfont(s->core, s->pending_font) != 0)
-            logf_(s, CLAP_LOG_ERROR, "SoundFont %s not loaded; the previous one plays on", s->pending_font);
+        request_font_locked(s, s->pending_font);
         free(s->pending_font);
         s->pending_font = NULL;
     }
@@ -146,57 +148,45 @@ static bool ensure_core(spinet_clap *s) {
     return ok;
 }
 
-// ---------------------------------------------------------------------------
-// The loader thread.
-
-static void *loader_main(void *context) {
-    spinet_clap *s = context;
-    pthread_mutex_lock(&s->loader_lock);
-    for (;;) {
-        while (s->loader_request == NULL && !s->loader_quit) pthread_cond_wait(&s->loader_cond, &s->loader_lock);
-        if (s->loader_quit) break;
-        char *path = s->loader_request;
-        s->loader_request = NULL;
-        pthread_mutex_unlock(&s->loader_lock);
-
-        pthread_mutex_lock(&s->core_lock);
-        int status = s->core != NULL ? spinet_plugin_load_soundfont(s->core, path) : -1;
-        pthread_mutex_unlock(&s->core_lock);
-        if (status == 0) logf_(s, CLAP_LOG_INFO, "SoundFont %s loaded", path);
-        else logf_(s, CLAP_LOG_ERROR, "SoundFont %s not loaded; the previous one plays on", path);
-
-        pthread_mutex_lock(&s->loader_lock);
-        free(s->done_path);
-        s->done_path = path;
-        s->done_status = status;
-        s->done_pending = true;
-        pthread_mutex_unlock(&s->loader_lock);
-        if (s->host->request_callback != NULL) s->host->request_callback(s->host);
-        pthread_mutex_lock(&s->loader_lock);
-    }
-    pthread_mutex_unlock(&s->loader_lock);
-    return NULL;
-}
-
-// Asks for a font load (main thread). With a core it goes to the loader;
-// without one it is remembered and loaded when the core is created.
+// Asks for a font load (main thread). With a core it goes to the core's
+// loader; without one it is remembered and asked for when the core is created.
 static bool request_font(spinet_clap *s, const char *path) {
-    char *copy = strdup(path);
-    if (copy == NULL) return false;
     pthread_mutex_lock(&s->core_lock);
-    bool have_core = s->core != NULL;
-    if (!have_core) {
-        free(s->pending_font);
-        s->pending_font = copy;
+    bool ok = true;
+    if (s->core != NULL) {
+        ok = request_font_locked(s, path);
+    } else {
+        char *copy = strdup(path);
+        if (copy == NULL) ok = false;
+        else { free(s->pending_font); s->pending_font = copy; }
     }
     pthread_mutex_unlock(&s->core_lock);
-    if (!have_core) return true;
-    pthread_mutex_lock(&s->loader_lock);
-    free(s->loader_request);
-    s->loader_request = copy;
-    pthread_cond_signal(&s->loader_cond);
-    pthread_mutex_unlock(&s->loader_lock);
-    return true;
+    return ok;
+}
+
+// A font load the core's loader finished, if one did since the last call
+// (main thread, core_lock held): the path asked for, into `path`, and *status.
+static bool take_font_load_locked(spinet_clap *s, char path[4096], int *status) {
+    return s->core != NULL && spinet_plugin_take_soundfont_result(s->core, status, path, 4096, NULL, 0);
+}
+
+// Tells the host about it (main thread, core_lock not held: the host may
+// call back): its log, preset-load, the state and the note names.
+static void report_font_load(spinet_clap *s, const char *path, int status) {
+    if (status == 0) logf_(s, CLAP_LOG_INFO, "SoundFont %s loaded", path);
+    else logf_(s, CLAP_LOG_ERROR, "SoundFont %s not loaded; the previous one plays on", path);
+    if (s->host_preset_load != NULL) {
+        if (status == 0 && s->host_preset_load->loaded != NULL)
+            s->host_preset_load->loaded(s->host, CLAP_PRESET_DISCOVERY_LOCATION_FILE, path, NULL);
+        else if (status != 0 && s->host_preset_load->on_error != NULL)
+            s->host_preset_load->on_error(s->host, CLAP_PRESET_DISCOVERY_LOCATION_FILE, path, NULL, 0,
+                                          "Spinet could not load this SoundFont (see the log)");
+    }
+    if (status == 0 && s->host_state != NULL && s->host_state->mark_dirty != NULL) s->host_state->mark_dirty(s->host);
+    if (status == 0) {
+        s->names_stale = true;
+        if (s->host_note_name != NULL && s->host_note_name->changed != NULL) s->host_note_name->changed(s->host);
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -384,7 +374,7 @@ static const clap_plugin_latency_t latency = { latency_get };
 
 // The SoundFont choice: CLAP has no file parameter. A host (or its preset
 // browser) hands a .sf2 file to preset-load with CLAP_PRESET_DISCOVERY_LOCATION_FILE;
-// the font is read on the loader thread and the core swaps it in at a later
+// the font is read on the core's loader thread and swapped in at a later
 // process call. Returns true when the load was started; the result reaches
 // the host's preset-load `loaded`/`on_error` and its log.
 static bool preset_load_from_location(const clap_plugin_t *plugin, uint32_t kind, const char *location, const char *key) {
@@ -481,45 +471,34 @@ static bool plugin_init(const clap_plugin_t *plugin) {
     s->events = calloc(SPINET_CLAP_MAX_EVENTS, sizeof *s->events);
     s->bytes = calloc(SPINET_CLAP_MAX_EVENTS, 3);
     if (s->events == NULL || s->bytes == NULL) return false;
-    if (pthread_create(&s->loader, NULL, loader_main, s) != 0) {
-        instance_log(s, CLAP_LOG_ERROR, "could not start the SoundFont loader thread");
-        return false;
-    }
-    s->loader_started = true;
     return true;
 }
 
 static void plugin_destroy(const clap_plugin_t *plugin) {
     spinet_clap *s = instance_of(plugin);
-    if (s->loader_started) {
-        pthread_mutex_lock(&s->loader_lock);
-        s->loader_quit = true;
-        pthread_cond_signal(&s->loader_cond);
-        pthread_mutex_unlock(&s->loader_lock);
-        pthread_join(s->loader, NULL);
-    }
     if (s->core != NULL) spinet_plugin_destroy(s->core);
-    free(s->loader_request);
-    free(s->done_path);
     free(s->pending_font);
     free(s->note_names);
     free(s->events);
     free(s->bytes);
     pthread_mutex_destroy(&s->core_lock);
-    pthread_mutex_destroy(&s->loader_lock);
-    pthread_cond_destroy(&s->loader_cond);
     free(s);
 }
 
 static bool plugin_activate(const clap_plugin_t *plugin, double rate, uint32_t min_frames, uint32_t max_frames) {
     (void)min_frames;
     spinet_clap *s = instance_of(plugin);
+    // A font the old core loaded, told to the host once the lock is free.
+    char font_path[4096];
+    int font_status = 0;
+    bool font_done = false;
     pthread_mutex_lock(&s->core_lock);
     if (s->core != NULL && s->core_rate != rate) {
         // A new rate: a new core with the old one's settings.
         // (and the channel state the host's MIDI set, which the core plays
         // back at its first process call, as after any activation)
-        char *json = spinet_plugin_save_state(s->core);
+        char *json = spinet_plugin_save_state(s->core);   // (after any font asked for)
+        font_done = take_font_load_locked(s, font_path, &font_status);
         spinet_plugin *old = s->core;
         s->core = NULL;
         s->core_rate = rate;
@@ -534,6 +513,7 @@ static bool plugin_activate(const clap_plugin_t *plugin, double rate, uint32_t m
     s->core_rate = rate;
     bool ok = ensure_core_locked(s) && spinet_plugin_activate(s->core, max_frames) == 0;
     pthread_mutex_unlock(&s->core_lock);
+    if (font_done) report_font_load(s, font_path, font_status);
     if (!ok) {
         instance_log(s, CLAP_LOG_ERROR, "activation failed");
         return false;
@@ -759,25 +739,12 @@ static void plugin_on_main_thread(const clap_plugin_t *plugin) {
         snprintf(line, sizeof line, "%u events dropped: more than %d in one process call", dropped, SPINET_CLAP_MAX_EVENTS);
         instance_log(s, CLAP_LOG_WARNING, line);
     }
-    pthread_mutex_lock(&s->loader_lock);
-    char *path = s->done_pending ? s->done_path : NULL;
-    int status = s->done_status;
-    if (path != NULL) { s->done_path = NULL; s->done_pending = false; }
-    pthread_mutex_unlock(&s->loader_lock);
-    if (path == NULL) return;
-    if (s->host_preset_load != NULL) {
-        if (status == 0 && s->host_preset_load->loaded != NULL)
-            s->host_preset_load->loaded(s->host, CLAP_PRESET_DISCOVERY_LOCATION_FILE, path, NULL);
-        else if (status != 0 && s->host_preset_load->on_error != NULL)
-            s->host_preset_load->on_error(s->host, CLAP_PRESET_DISCOVERY_LOCATION_FILE, path, NULL, 0,
-                                          "Spinet could not load this SoundFont (see the log)");
-    }
-    if (status == 0 && s->host_state != NULL && s->host_state->mark_dirty != NULL) s->host_state->mark_dirty(s->host);
-    if (status == 0) {
-        s->names_stale = true;
-        if (s->host_note_name != NULL && s->host_note_name->changed != NULL) s->host_note_name->changed(s->host);
-    }
-    free(path);
+    char path[4096];
+    int status = 0;
+    pthread_mutex_lock(&s->core_lock);
+    bool done = take_font_load_locked(s, path, &status);
+    pthread_mutex_unlock(&s->core_lock);
+    if (done) report_font_load(s, path, status);
 }
 
 // ---------------------------------------------------------------------------
@@ -819,8 +786,6 @@ static const clap_plugin_t *factory_create(const clap_plugin_factory_t *factory,
     s->host = host;
     s->names_stale = true;
     pthread_mutex_init(&s->core_lock, NULL);
-    pthread_mutex_init(&s->loader_lock, NULL);
-    pthread_cond_init(&s->loader_cond, NULL);
     s->plugin = (clap_plugin_t){
         .desc = &descriptor,
         .plugin_data = s,

@@ -76,6 +76,17 @@ public final class NativeThread: @unchecked Sendable {
         }
     }
 
+    /// Whether the caller runs on this thread.
+    public var isCurrent: Bool { thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+
+    /// Lets the thread end by itself (no join: its resources go when it ends).
+    public func detach() {
+        if let t = thread {
+            pthread_detach(t)
+            thread = nil
+        }
+    }
+
     /// pthread_setname_np is a GNU extension the Glibc module does not
     /// export; it is looked up once in the C library.
     private typealias SetName = @convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32

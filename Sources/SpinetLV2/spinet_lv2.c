@@ -9,14 +9,13 @@
 //   - run, work_response: the audio thread. They allocate nothing, take no
 //     lock and never log: events are copied into a preallocated array, and
 //     a SoundFont change is handed to the worker (or, in a host without the
-//     worker feature, to a loader thread of our own);
-//   - work: the host's worker thread, where the font is loaded.
+//     worker feature, asked of the core, whose loader thread loads it);
+//   - work: the host's worker thread, where the core loads the font (the
+//     same load as its own loader's).
 #define _GNU_SOURCE
-#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -78,23 +77,6 @@ typedef struct {
     char path[PATH_CAPACITY];
 } load_reply;
 
-// Font loads in a host without worker:schedule: a thread of ours that
-// waits on a semaphore. run() hands it a request through `state` (a
-// single-slot handoff: the owner of the slot is whoever state says).
-enum { LOADER_IDLE = 0, LOADER_REQUESTED = 1, LOADER_DONE = 2 };
-typedef struct {
-    pthread_t thread;
-    bool running;
-    sem_t wake;
-    atomic_int state;
-    atomic_bool quit;
-    char request[PATH_CAPACITY];   // run -> thread (state REQUESTED)
-    char result[PATH_CAPACITY];    // thread -> run (state DONE)
-    // A request made while the loader was busy: the latest one wins.
-    char pending[PATH_CAPACITY];
-    bool has_pending;
-} loader_t;
-
 typedef struct {
     spinet_plugin *core;
     LV2_URID_Map *map;
@@ -120,18 +102,18 @@ typedef struct {
     char font_path[PATH_CAPACITY];
     bool font_path_due;
 
-    loader_t *loader;   // NULL when the host gives worker:schedule
-
-    // The core takes its non-real-time calls (load_soundfont, save_state,
-    // soundfont_path, restore_state) one at a time; a host may save state
-    // on its main thread while the worker loads a font. Never taken in run.
+    // A font load, its result and the names it changes, kept together: a
+    // host may save state on its main thread while the worker loads a
+    // font. Never taken in run, nor by the core's loader thread.
     pthread_mutex_t nonrt_lock;
 
     // Program and drum key names (midnam): the document, rebuilt off the
-    // audio thread after every font change and state restore (under
-    // names_lock, which the host's midnam call takes too), and whether run
-    // should ask the host to read it again.
+    // audio thread after every font change and state restore (one rebuild
+    // at a time, under refresh_lock; the swap under names_lock, which the
+    // host's midnam call takes too), and whether run should ask the host
+    // to read it again.
     LV2_Midnam *midnam_host;
+    pthread_mutex_t refresh_lock;
     pthread_mutex_t names_lock;
     char *names_xml;
     atomic_bool names_due;
@@ -290,22 +272,32 @@ static void model_name(const spinet_lv2 *self, char *buffer, size_t capacity) {
 }
 
 // Rebuilds the document from the core's current names (not on the audio
-// thread; with nonrt_lock held or before the instance is shared), and has
-// the next run tell the host.
+// thread), and has the next run tell the host.
 static void refresh_names(spinet_lv2 *self) {
+    pthread_mutex_lock(&self->refresh_lock);
     spinet_name_table *table = spinet_plugin_name_table(self->core);
-    if (!table) return;
-    char model[64];
-    model_name(self, model, sizeof model);
-    char *xml = midnam_document(table, model);
-    spinet_plugin_free_name_table(table);
-    if (!xml) return;
-    pthread_mutex_lock(&self->names_lock);
-    char *old = self->names_xml;
-    self->names_xml = xml;
-    pthread_mutex_unlock(&self->names_lock);
-    free(old);
-    atomic_store_explicit(&self->names_due, true, memory_order_release);
+    char *xml = NULL;
+    if (table) {
+        char model[64];
+        model_name(self, model, sizeof model);
+        xml = midnam_document(table, model);
+        spinet_plugin_free_name_table(table);
+    }
+    if (xml) {
+        pthread_mutex_lock(&self->names_lock);
+        char *old = self->names_xml;
+        self->names_xml = xml;
+        pthread_mutex_unlock(&self->names_lock);
+        free(old);
+        atomic_store_explicit(&self->names_due, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&self->refresh_lock);
+}
+
+// The core's loader thread finished a font it was asked for (a host
+// without the worker): the names follow it. run takes the result.
+static void font_loaded(void *context, int status) {
+    if (status == 0) refresh_names(context);
 }
 
 static char *midnam(void *instance) {
@@ -323,83 +315,6 @@ static char *midnam_model(void *instance) {
 }
 
 static void midnam_free(char *string) { free(string); }
-
-// ---------------------------------------------------------------------------
-// The fallback loader thread (no worker:schedule from the host)
-
-static void *loader_main(void *argument) {
-    spinet_lv2 *self = argument;
-    loader_t *l = self->loader;
-    for (;;) {
-        while (sem_wait(&l->wake) != 0 && errno == EINTR) {}
-        if (atomic_load_explicit(&l->quit, memory_order_acquire)) break;
-        if (atomic_load_explicit(&l->state, memory_order_acquire) != LOADER_REQUESTED) continue;
-        pthread_mutex_lock(&self->nonrt_lock);
-        spinet_plugin_load_soundfont(self->core, l->request);
-        spinet_plugin_soundfont_path(self->core, l->result, sizeof l->result);
-        refresh_names(self);
-        pthread_mutex_unlock(&self->nonrt_lock);
-        atomic_store_explicit(&l->state, LOADER_DONE, memory_order_release);
-    }
-    return NULL;
-}
-
-static bool loader_start(spinet_lv2 *self) {
-    loader_t *l = calloc(1, sizeof *l);
-    if (!l) return false;
-    if (sem_init(&l->wake, 0, 0) != 0) { free(l); return false; }
-    self->loader = l;
-    if (pthread_create(&l->thread, NULL, loader_main, self) != 0) {
-        sem_destroy(&l->wake);
-        free(l);
-        self->loader = NULL;
-        return false;
-    }
-    l->running = true;
-    return true;
-}
-
-static void loader_stop(spinet_lv2 *self) {
-    loader_t *l = self->loader;
-    if (!l) return;
-    if (l->running) {
-        atomic_store_explicit(&l->quit, true, memory_order_release);
-        sem_post(&l->wake);
-        pthread_join(l->thread, NULL);
-    }
-    sem_destroy(&l->wake);
-    free(l);
-    self->loader = NULL;
-}
-
-// Audio thread: hands `path` to the loader if it is idle, else keeps it as
-// the pending request. sem_post takes no lock (it may wake the thread with
-// one futex call).
-static void loader_request(loader_t *l, const char *path, size_t length) {
-    if (atomic_load_explicit(&l->state, memory_order_acquire) == LOADER_IDLE) {
-        memcpy(l->request, path, length);
-        l->request[length] = '\0';
-        atomic_store_explicit(&l->state, LOADER_REQUESTED, memory_order_release);
-        sem_post(&l->wake);
-    } else {
-        memcpy(l->pending, path, length);
-        l->pending[length] = '\0';
-        l->has_pending = true;
-    }
-}
-
-// Audio thread: takes a finished load's result, then sends the pending one.
-static void loader_poll(spinet_lv2 *self) {
-    loader_t *l = self->loader;
-    if (atomic_load_explicit(&l->state, memory_order_acquire) != LOADER_DONE) return;
-    memcpy(self->font_path, l->result, sizeof self->font_path);
-    self->font_path_due = true;
-    atomic_store_explicit(&l->state, LOADER_IDLE, memory_order_release);
-    if (l->has_pending) {
-        l->has_pending = false;
-        loader_request(l, l->pending, strlen(l->pending));
-    }
-}
 
 // ---------------------------------------------------------------------------
 // Instantiation
@@ -450,11 +365,10 @@ static LV2_Handle instantiate(const LV2_Descriptor *descriptor, double rate, con
         return NULL;
     }
     pthread_mutex_init(&self->nonrt_lock, NULL);
+    pthread_mutex_init(&self->refresh_lock, NULL);
     pthread_mutex_init(&self->names_lock, NULL);
     refresh_names(self);
-    if (!self->schedule && !loader_start(self)) {
-        lv2_log_error(&self->logger, "spinet: no worker and no loader thread: SoundFont changes are ignored\n");
-    }
+    if (!self->schedule) spinet_plugin_set_soundfont_listener(self->core, font_loaded, self);
     refresh_font_path(self);
     self->font_path_due = false;
     return self;
@@ -491,9 +405,9 @@ static void deactivate(LV2_Handle instance) {
 
 static void cleanup(LV2_Handle instance) {
     spinet_lv2 *self = instance;
-    loader_stop(self);
     spinet_plugin_destroy(self->core);
     pthread_mutex_destroy(&self->nonrt_lock);
+    pthread_mutex_destroy(&self->refresh_lock);
     pthread_mutex_destroy(&self->names_lock);
     free(self->names_xml);
     free(self);
@@ -511,7 +425,8 @@ static void render_piece(spinet_lv2 *self, uint32_t *start, uint32_t until, uint
     *count = 0;
 }
 
-// A patch:Set of spinet:soundfont: the path goes to the worker (or loader).
+// A patch:Set of spinet:soundfont: the path goes to the worker (or, without
+// one, to the core's loader).
 static void request_font(spinet_lv2 *self, const LV2_Atom *value) {
     if (!value || value->type != self->uris.atom_Path || value->size == 0) return;
     const char *path = LV2_ATOM_BODY_CONST(value);
@@ -520,8 +435,8 @@ static void request_font(spinet_lv2 *self, const LV2_Atom *value) {
     if (self->schedule) {
         // The worker copies the message; the path's NUL goes with it.
         self->schedule->schedule_work(self->schedule->handle, (uint32_t)length + 1, path);
-    } else if (self->loader) {
-        loader_request(self->loader, path, length);
+    } else {
+        spinet_plugin_request_soundfont(self->core, path, length);
     }
 }
 
@@ -591,7 +506,13 @@ static void run(LV2_Handle instance, uint32_t frames) {
         notify_open = lv2_atom_forge_sequence_head(&self->forge, &notify_frame, 0) != 0;
     }
 
-    if (self->loader) loader_poll(self);
+    // A font the core's loader finished (no worker): the path it left in
+    // use goes to the host, as the worker's response does.
+    if (!self->schedule) {
+        int status;
+        if (spinet_plugin_take_soundfont_result(self->core, &status, NULL, 0, self->font_path, sizeof self->font_path))
+            self->font_path_due = true;
+    }
 
     // MIDI events, in order, at their frames; patch messages.
     uint32_t start = 0, count = 0, last_frame = 0;

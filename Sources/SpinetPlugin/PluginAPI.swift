@@ -60,7 +60,9 @@ public func spinetPluginCreate(_ sampleRate: Double, _ bundleDirectory: UnsafePo
 @_cdecl("spinet_plugin_destroy")
 public func spinetPluginDestroy(_ p: OpaquePointer?) {
     guard let p else { return }
-    Unmanaged<PluginInstance>.fromOpaque(UnsafeRawPointer(p)).release()
+    let i = Unmanaged<PluginInstance>.fromOpaque(UnsafeRawPointer(p))
+    i.takeUnretainedValue().stopLoader()
+    i.release()
 }
 
 @_cdecl("spinet_plugin_activate")
@@ -120,22 +122,60 @@ public func spinetPluginGetParam(_ p: OpaquePointer?, _ id: UInt32) -> Double {
 @_cdecl("spinet_plugin_load_soundfont")
 public func spinetPluginLoadSoundFont(_ p: OpaquePointer?, _ path: UnsafePointer<CChar>?) -> Int32 {
     guard let i = instance(p), let path else { return -1 }
-    do { try i.loadSoundFont(String(cString: path)) } catch {
-        i.logLine(2, error.description)
-        return -1
-    }
-    return 0
+    return i.loadSoundFontLogging(String(cString: path))
+}
+
+@_cdecl("spinet_plugin_request_soundfont")
+public func spinetPluginRequestSoundFont(_ p: OpaquePointer?, _ path: UnsafePointer<CChar>?, _ length: Int) -> Int32 {
+    guard let p, let path else { return -1 }
+    return Unmanaged<PluginInstance>.fromOpaque(UnsafeRawPointer(p))._withUnsafeGuaranteedRef { i in
+        path.withMemoryRebound(to: UInt8.self, capacity: length) { i.requestSoundFont(UnsafeBufferPointer(start: $0, count: length)) }
+    } ? 0 : -1
+}
+
+/// The listener and its context, called on the loader thread.
+private struct FontListener: @unchecked Sendable {
+    let function: spinet_soundfont_loaded_fn
+    let context: UnsafeMutableRawPointer?
+}
+
+@_cdecl("spinet_plugin_set_soundfont_listener")
+public func spinetPluginSetSoundFontListener(_ p: OpaquePointer?, _ function: spinet_soundfont_loaded_fn?,
+                                             _ context: UnsafeMutableRawPointer?) {
+    guard let i = instance(p) else { return }
+    guard let function else { i.setSoundFontListener(nil); return }
+    let listener = FontListener(function: function, context: context)
+    i.setSoundFontListener { status in listener.function(listener.context, status) }
+}
+
+/// Copies `bytes` into `buffer` (NUL-terminated, truncated to `capacity`).
+private func copyOut(_ bytes: UnsafeBufferPointer<UInt8>, _ buffer: UnsafeMutablePointer<CChar>?, _ capacity: Int) {
+    guard let buffer, capacity > 0 else { return }
+    let n = min(bytes.count, capacity - 1)
+    for k in 0..<n { buffer[k] = CChar(bitPattern: bytes[k]) }
+    buffer[n] = 0
+}
+
+@_cdecl("spinet_plugin_take_soundfont_result")
+public func spinetPluginTakeSoundFontResult(_ p: OpaquePointer?, _ status: UnsafeMutablePointer<Int32>?,
+                                            _ requested: UnsafeMutablePointer<CChar>?, _ requestedCapacity: Int,
+                                            _ inUse: UnsafeMutablePointer<CChar>?, _ inUseCapacity: Int) -> Int32 {
+    guard let p else { return 0 }
+    return Unmanaged<PluginInstance>.fromOpaque(UnsafeRawPointer(p))._withUnsafeGuaranteedRef { i in
+        i.takeSoundFontResult { (s, a, b) -> Bool in
+            status?.pointee = s
+            copyOut(a, requested, requestedCapacity)
+            copyOut(b, inUse, inUseCapacity)
+            return true
+        } ?? false
+    } ? 1 : 0
 }
 
 @_cdecl("spinet_plugin_soundfont_path")
 public func spinetPluginSoundFontPath(_ p: OpaquePointer?, _ buffer: UnsafeMutablePointer<CChar>?, _ capacity: Int) -> Int {
     guard let i = instance(p) else { return 0 }
     let path = Array(i.soundFontPath.utf8)
-    if let buffer, capacity > 0 {
-        let n = min(path.count, capacity - 1)
-        for k in 0..<n { buffer[k] = CChar(bitPattern: path[k]) }
-        buffer[n] = 0
-    }
+    path.withUnsafeBufferPointer { copyOut($0, buffer, capacity) }
     return path.count
 }
 

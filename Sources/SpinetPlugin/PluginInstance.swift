@@ -17,6 +17,10 @@ import SpinetSynth
 /// - the control side (`init`, `activate`, `deactivate`, `loadSoundFont`,
 ///   `saveState`, `restoreState`) runs on the host's main or worker thread,
 ///   one call at a time (a mutex, never taken by `process`);
+/// - SoundFonts are loaded by the instance's one loader: `loadSoundFont`,
+///   called by an LV2 host's worker, or by the instance's own loader thread
+///   for a `requestSoundFont` (any thread, the audio thread too), whose
+///   results `takeSoundFontResult` gives back;
 /// - `process` runs on the audio thread: it allocates nothing, takes no lock
 ///   and makes no system call. A graph built off the audio thread (a
 ///   restored state) reaches it through an atomic slot and the one it
@@ -70,6 +74,9 @@ public final class PluginInstance: @unchecked Sendable {
     /// A state restored while processing: the audio thread forgets the channel state.
     private let forgetRequested = Atomic<Bool>(false)
 
+    /// The thread that loads the fonts asked for with `requestSoundFont`.
+    private var loader: SoundFontLoader!
+
     // the call's events, converted (audio thread)
     public static let eventCapacity = 8192
     private let scratch: UnsafeMutablePointer<CallbackEvent>
@@ -103,9 +110,14 @@ public final class PluginInstance: @unchecked Sendable {
         }
         current = .passRetained(graph)
         storeParameters(defaults.parameters)
+        loader = SoundFontLoader { [weak self] path in
+            guard let self else { return (-1, "") }
+            return (self.loadSoundFontLogging(path), self.soundFontPath)
+        }
     }
 
     deinit {
+        loader?.stop()
         current?.release()
         applied.deallocate()
         scratch.deallocate()
@@ -120,11 +132,10 @@ public final class PluginInstance: @unchecked Sendable {
 
     private func warmEventPath(font: String, settings: GraphSettings) {
         guard !Self.warmed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        var o = settings.soundFont
-        o.programs = [0]
-        o.polyphony = 8
-        guard let unit = try? SoundFontUnit(fonts: [font], sampleRate: sampleRate, channels: 16, options: o),
-              let graph = try? GraphBuilder.live(settings, soundFont: unit, inputCapacities: []) else { return }
+        var small = settings
+        small.soundFont.programs = [0]
+        small.soundFont.polyphony = 8
+        guard let graph = try? GraphBuilder.live(small, fonts: [font], rate: sampleRate, inputCapacities: []) else { return }
         graph.engine.prepare(sampleRate: sampleRate, maxFrames: 64)
         let gmOn: [UInt8] = [0xF0, 0x7E, 0x7F, 0x09, 0x01, 0xF7]
         let l = UnsafeMutablePointer<Float>.allocate(capacity: 64), r = UnsafeMutablePointer<Float>.allocate(capacity: 64)
@@ -168,7 +179,7 @@ public final class PluginInstance: @unchecked Sendable {
            let font = old.soundFonts.first, font.fonts == [s.soundFont] {
             unit = font
         } else {
-            do { unit = try SoundFontUnit(fonts: [s.soundFont], sampleRate: sampleRate, channels: 16, options: g.soundFont) } catch {
+            do { unit = try GraphBuilder.liveSoundFont(g, fonts: [s.soundFont], rate: sampleRate) } catch {
                 throw PluginSettings.Problem(Self.hostWording(error.description))
             }
             for w in unit.fontWarnings { log(1, Self.hostWording(w)) }
@@ -257,7 +268,7 @@ public final class PluginInstance: @unchecked Sendable {
             let pendingGraph = graphs.isPending
             if active, !pendingGraph, let graph, let slot = graph.soundFontSlot {
                 let unit: SoundFontUnit
-                do { unit = try SoundFontUnit(fonts: [path], sampleRate: sampleRate, channels: 16, options: graph.settings.soundFont) } catch {
+                do { unit = try GraphBuilder.liveSoundFont(graph.settings, fonts: [path], rate: sampleRate) } catch {
                     throw PluginSettings.Problem(Self.hostWording(String(describing: error)))
                 }
                 for w in unit.fontWarnings { log(1, Self.hostWording(w)) }
@@ -280,6 +291,52 @@ public final class PluginInstance: @unchecked Sendable {
         }
     }
 
+    /// `loadSoundFont`, its failure logged: 0 when loaded, else -1. What an
+    /// LV2 worker and the loader thread both call.
+    public func loadSoundFontLogging(_ path: String) -> Int32 {
+        do { try loadSoundFont(path) } catch {
+            logLine(2, error.description)
+            return -1
+        }
+        return 0
+    }
+
+    /// Asks the loader thread for the font at `path` (UTF-8, no NUL) and
+    /// returns at once: lock- and allocation-free, so the audio thread may
+    /// ask. The newest request wins. False when the path is empty or longer
+    /// than `SoundFontLoader.pathCapacity` bytes, or another thread is asking at the same moment.
+    public func requestSoundFont(_ path: UnsafeBufferPointer<UInt8>) -> Bool {
+        loader.request(path)
+    }
+
+    public func requestSoundFont(_ path: String) -> Bool {
+        var p = path
+        return p.withUTF8 { requestSoundFont($0) }
+    }
+
+    /// Called on the loader thread after each of its loads, once its result can be taken.
+    public func setSoundFontListener(_ listener: (@Sendable (Int32) -> Void)?) {
+        loader.setListener(listener)
+    }
+
+    /// The newest load the loader finished since the last call: its status
+    /// (0: loaded), the path asked for and the font in use after it. Lock-
+    /// and allocation-free when `body` is; one thread at a time.
+    public func takeSoundFontResult<T>(_ body: (_ status: Int32, _ requested: UnsafeBufferPointer<UInt8>,
+                                                 _ inUse: UnsafeBufferPointer<UInt8>) -> T) -> T? {
+        loader.takeResult(body)
+    }
+
+    /// Stops the loader thread (a load in hand finishes first); later requests are refused.
+    public func stopLoader() {
+        loader?.stop()
+    }
+
+    /// Waits until the loader has dealt with every request made before this call.
+    public func finishSoundFontRequests() {
+        loader.finishRequests()
+    }
+
     /// Voices sounding in the current graph (for benchmarks; read it from
     /// the thread that processes, or while none does).
     public var activeVoices: Int { current?.takeUnretainedValue().engine.statistics.activeVoices ?? 0 }
@@ -288,8 +345,10 @@ public final class PluginInstance: @unchecked Sendable {
 
     func currentFontAndPresets() -> (String, PresetBank) { control.withLock { _ in (settings.soundFont, settings.presets) } }
 
+    /// The settings, with the font of any request made before this call.
     public func saveState() -> String {
-        control.withLock { _ in
+        loader.finishRequests()
+        return control.withLock { _ in
             var s = settings
             s.parameters = loadParameters()
             return s.json()
@@ -302,6 +361,8 @@ public final class PluginInstance: @unchecked Sendable {
     /// font plays until the user chooses one, and the host's log names the
     /// path the state asked for.
     public func restoreState(_ json: String, soundFontOverride: String?) throws(PluginSettings.Problem) {
+        // a font asked for before the state loads first: the state replaces it
+        loader.finishRequests()
         var restored = try PluginSettings(json: json, soundFontOverride: soundFontOverride, bundleDirectory: bundleDirectory)
         try control.withLock { _ throws(PluginSettings.Problem) in
             let graph: EngineGraph

@@ -178,20 +178,20 @@ public struct PluginSettings: Equatable, Sendable {
     /// The graph these settings build (checked: an unknown preset name, a
     /// bad channel assignment is an error naming it).
     public func graphSettings() throws(Problem) -> GraphSettings {
-        var g = GraphSettings()
-        g.engine.ports = 1
+        var sound = SoundChoices()
         let kind = effects.lowercased()
         guard kind == "spinet" || kind == "fluidsynth" else { throw Problem("\"effects\": \(effects) is not known; use spinet or fluidsynth") }
         if kind == "spinet" {
-            g.engine.reverb = try Self.preset(reverb, key: "reverb", ReverbPreset.init(name:), ReverbPreset.all.map(\.name))
-            g.engine.chorus = try Self.preset(chorus, key: "chorus", ChorusPreset.init(name:), ChorusPreset.all.map(\.name))
-            g.engine.delay = try Self.preset(delay, key: "delay", DelayPreset.init(name:), DelayPreset.all.map(\.name) + ["a time such as 350ms or 1/4"])
+            sound.effects.reverb = try Self.preset(reverb, key: "reverb", ReverbPreset.init(name:), ReverbPreset.all.map(\.name))
+            sound.effects.chorus = try Self.preset(chorus, key: "chorus", ChorusPreset.init(name:), ChorusPreset.all.map(\.name))
+            sound.effects.delay = try Self.preset(delay, key: "delay", DelayPreset.init(name:), DelayPreset.all.map(\.name) + ["a time such as 350ms or 1/4"])
         }
-        g.soundFont.fluidEffects = kind == "fluidsynth"
-        g.presets = presets
-        g.channelAssignments = channels
-        g.engine.gainDB = parameters[PluginParameter.gain.rawValue]
-        g.engine.ceilingDBFS = parameters[PluginParameter.ceiling.rawValue]
+        sound.effects.fluidEffects = kind == "fluidsynth"
+        sound.presets = presets
+        sound.channelAssignments = channels
+        sound.gainDB = parameters[PluginParameter.gain.rawValue]
+        sound.ceilingDBFS = parameters[PluginParameter.ceiling.rawValue]
+        let g = GraphSettings(sound)
         // the assignments and preset names are checked by building the synth
         do { _ = try GraphBuilder.synth(g, ports: 1) } catch { throw Problem(error.description) }
         return g

@@ -1,3 +1,4 @@
+import SpinetEffects
 import SpinetEngine
 import SpinetFile
 import SpinetMIDI
@@ -49,6 +50,70 @@ public struct GraphSettings: Sendable {
     public var stems = false
 
     public init() {}
+}
+
+/// The sound a host asked for, in the words `render`, `play` and the
+/// plugins share (from their options, the config file or a saved state):
+/// `GraphSettings(_:ports:)` is the one conversion of them into a graph's
+/// settings.
+public struct SoundChoices: Sendable {
+    public var gainDB = 0.0
+    /// The limiter's ceiling (nil: the engine's default).
+    public var ceilingDBFS: Double?
+    public var mutedChannels: [Int] = []
+    public var soloChannels: [Int] = []
+    public var effects = EffectChoices()
+    /// Voices per SoundFont player (nil: the players' default).
+    public var polyphony: Int?
+    public var presets: PresetBank = .factory
+    /// `--channel` values, the config file's first (see `GraphSettings`).
+    public var channelAssignments: [String] = []
+    public var configChannelCount = 0
+    public var configLabel = ""
+
+    public init() {}
+}
+
+/// FluidSynth's own reverb and chorus, or Spinet's send effects (each nil:
+/// that one is off), and the master EQ (nil: none).
+public struct EffectChoices: Sendable {
+    public var fluidEffects = false
+    public var reverb: ReverbPreset?
+    public var chorus: ChorusPreset?
+    public var delay: DelayPreset?
+    public var equalizer: Equalizer.Parameters?
+
+    public init(fluidEffects: Bool = false, reverb: ReverbPreset? = nil, chorus: ChorusPreset? = nil, delay: DelayPreset? = nil,
+                equalizer: Equalizer.Parameters? = nil) {
+        self.fluidEffects = fluidEffects
+        self.reverb = reverb
+        self.chorus = chorus
+        self.delay = delay
+        self.equalizer = equalizer
+    }
+}
+
+extension GraphSettings {
+    /// The graph settings for `sound` on `ports` ports (the offline fields
+    /// keep their defaults).
+    public init(_ sound: SoundChoices, ports: Int = 1) {
+        self.init()
+        engine.ports = ports
+        engine.gainDB = sound.gainDB
+        if let ceiling = sound.ceilingDBFS { engine.ceilingDBFS = ceiling }
+        engine.mutedChannels = sound.mutedChannels
+        engine.soloChannels = sound.soloChannels
+        engine.reverb = sound.effects.reverb
+        engine.chorus = sound.effects.chorus
+        engine.delay = sound.effects.delay
+        engine.equalizer = sound.effects.equalizer
+        soundFont.fluidEffects = sound.effects.fluidEffects
+        if let polyphony = sound.polyphony { soundFont.polyphony = polyphony }
+        presets = sound.presets
+        channelAssignments = sound.channelAssignments
+        configChannelCount = sound.configChannelCount
+        configLabel = sound.configLabel
+    }
 }
 
 /// An engine with its units and input queues, built but not yet prepared:
@@ -122,6 +187,26 @@ public enum GraphBuilder {
         let inputs = inputCapacities.map { engine.addInput(capacity: $0) }
         return EngineGraph(settings: settings, engine: engine, soundFonts: [soundFont], soundFontSlot: slot, synth: synth,
                            synthInEngine: true, synthChannels: synthChannels, inputs: inputs)
+    }
+
+    /// The live graph playing `fonts` at `rate`: its SoundFont player
+    /// (`liveSoundFont`) built, then `live(_:soundFont:inputCapacities:)`.
+    /// The one entry every live host (`play`, `bench`, `spinet-rtcheck`, the
+    /// plugin core, a rate change) builds its graph by.
+    public static func live(_ settings: GraphSettings, fonts: [String], rate: Double,
+                            inputCapacities: [Int] = [8192]) throws(RigError) -> EngineGraph {
+        try live(settings, soundFont: liveSoundFont(settings, fonts: fonts, rate: rate), inputCapacities: inputCapacities)
+    }
+
+    /// The SoundFont player a live graph of `settings` plays, or takes over
+    /// in a font swap: `fonts` at `rate`, on every channel of its ports,
+    /// with its options. A font that does not load is the font's one line.
+    public static func liveSoundFont(_ settings: GraphSettings, fonts: [String], rate: Double) throws(RigError) -> SoundFontUnit {
+        do {
+            return try SoundFontUnit(fonts: fonts, sampleRate: rate, channels: settings.engine.ports * 16, options: settings.soundFont)
+        } catch {
+            throw RigError(error.description)
+        }
     }
 
     /// The offline graph for one MIDI file (`spinet render`): the channels

@@ -260,9 +260,7 @@ public final class LiveSession {
             if run.failure != nil { return }
         }
         do {
-            let unit = try SoundFontUnit(fonts: fonts, sampleRate: Double(rate), channels: settings.engine.ports * 16,
-                                         options: settings.soundFont)
-            let next = try GraphBuilder.live(settings, soundFont: unit, inputCapacities: graph.inputs.map(\.capacity))
+            let next = try GraphBuilder.live(settings, fonts: fonts, rate: Double(rate), inputCapacities: graph.inputs.map(\.capacity))
             next.engine.prepare(sampleRate: Double(rate), maxFrames: max(device.periodFrames, 1))
             next.engine.setTempo(beatsPerMinute: options.tempo)
             while !follower.offer(engine: next.engine) && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(5_000) }
@@ -299,8 +297,7 @@ public final class LiveSession {
                 ?? (ProcessSignals.reloadRequested.exchange(false, ordering: .relaxed) ? fonts : nil) else { return }
         let settings = graph.settings
         do {
-            let newUnit = try SoundFontUnit(fonts: next, sampleRate: run.sampleRate, channels: settings.engine.ports * 16,
-                                            options: settings.soundFont)
+            let newUnit = try GraphBuilder.liveSoundFont(settings, fonts: next, rate: run.sampleRate)
             let slot = graph.soundFontSlot!
             while !slot.offer(newUnit) && !ProcessSignals.stopRequested.load(ordering: .relaxed) { usleep(20_000) }
             fonts = next

@@ -416,14 +416,11 @@ public struct RenderSettings: Sendable {
     public var gain: Double
     public var fluidEffects: Bool
     public var quiet: Bool
-    public var spinetEffects = false
     /// Global channels muted and soloed (`--mute`, `--solo`, the config file).
     public var mutedChannels: [Int] = []
     public var soloChannels: [Int] = []
-    public var reverb: ReverbPreset?
-    public var chorus: ChorusPreset?
-    public var delay: DelayPreset?
-    public var equalizer: Equalizer.Parameters?
+    /// Spinet's effects and the EQ (FluidSynth's effects are `fluidEffects`).
+    public var effects = EffectChoices()
     /// --normalize: the integrated loudness to bring each output to, in LUFS.
     public var normalize: Double?
     /// --stems: stems besides the mix.
@@ -450,23 +447,18 @@ extension RenderSettings {
     /// What the graph builder makes of these settings (ports and render
     /// threads are decided per file).
     public var graph: GraphSettings {
-        var g = GraphSettings()
-        g.engine.gainDB = gain
-        g.engine.mutedChannels = mutedChannels
-        g.engine.soloChannels = soloChannels
-        if spinetEffects {
-            g.engine.reverb = reverb
-            g.engine.chorus = chorus
-            g.engine.delay = delay
-        }
-        g.engine.equalizer = equalizer
-        g.soundFont.polyphony = polyphony
-        g.soundFont.fluidEffects = fluidEffects
-        g.presets = presetBank
-        g.synthPolyphony = 256
-        g.channelAssignments = channelAssignments
-        g.configChannelCount = configChannelCount
-        g.configLabel = configLabel
+        var sound = SoundChoices()
+        sound.gainDB = gain
+        sound.mutedChannels = mutedChannels
+        sound.soloChannels = soloChannels
+        sound.effects = effects
+        sound.effects.fluidEffects = fluidEffects
+        sound.polyphony = polyphony
+        sound.presets = presetBank
+        sound.channelAssignments = channelAssignments
+        sound.configChannelCount = configChannelCount
+        sound.configLabel = configLabel
+        var g = GraphSettings(sound)
         g.renderThreads = threads
         g.concurrentRenders = concurrentFiles
         g.stems = stems

@@ -77,8 +77,7 @@ final class Rig: @unchecked Sendable {
             settings.engine.equalizer = .init(highPassEnabled: true, highPassFrequency: 30, lowShelfGainDB: 2, highShelfGainDB: -2)
         }
         settings.channelAssignments = ["16=synth"]
-        let unit = try SoundFontUnit(fonts: [font], sampleRate: rate, channels: settings.engine.ports * 16, options: settings.soundFont)
-        let graph = try GraphBuilder.live(settings, soundFont: unit, inputCapacities: [8192, 1024])
+        let graph = try GraphBuilder.live(settings, fonts: [font], rate: rate, inputCapacities: [8192, 1024])
         engine = graph.engine
         queue = graph.inputs[0]
         slot = graph.soundFontSlot!
@@ -133,7 +132,7 @@ final class Rig: @unchecked Sendable {
     /// takes it over at its next block, replaying the channel state into it,
     /// while the old one's notes ring on.
     func switchSoundFont() throws {
-        let unit = try SoundFontUnit(fonts: [font], sampleRate: rate, channels: settings.engine.ports * 16, options: settings.soundFont)
+        let unit = try GraphBuilder.liveSoundFont(settings, fonts: [font], rate: rate)
         guard slot.offer(unit) else { fail("the SoundFont slot refused a new font") }
     }
 }

@@ -161,8 +161,7 @@ struct Bench: ParsableCommand {
         settings.engine.reverb = .room
         settings.engine.chorus = .subtle
         settings.engine.delay = .eighth
-        let unit = try orFailure { try SoundFontUnit(fonts: [font], sampleRate: Double(rate), options: settings.soundFont) }
-        return try orFailure { try GraphBuilder.live(settings, soundFont: unit) }
+        return try orFailure { try GraphBuilder.live(settings, fonts: [font], rate: Double(rate)) }
     }
 
     /// Drives the engine like the live callback: one period at a time, notes

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import SpinetEffects
 import SpinetFile
+import SpinetRig
 import SpinetSettings
 
 /// The effect and master-EQ options `render` and `play` share. Each may
@@ -46,6 +47,11 @@ struct EffectsOptions: ParsableArguments {
         var spinetEffects: Bool
         /// The master EQ (nil: none; it would be flat).
         var equalizer: Equalizer.Parameters?
+
+        /// What the graph gets.
+        var choices: EffectChoices {
+            EffectChoices(fluidEffects: fluidEffects, reverb: reverb, chorus: chorus, delay: delay, equalizer: equalizer)
+        }
     }
 
     /// The options, each falling back to the config file's setting of the same name.

@@ -257,14 +257,23 @@ struct Play: ParsableCommand {
             output = pcm
         }
 
-        // 4. The SoundFont, loaded before anything plays.
+        // 4. The graph, its SoundFont loaded before anything plays: one input
+        // queue for the sequencer thread, one for this thread.
         let fonts = try Render.fontsOrDefault(soundFonts)
-        var options = SoundFontOptions()
-        options.polyphony = polyphony
-        options.fluidEffects = fx.fluidEffects
-        let unit = try orFailure { try SoundFontUnit(fonts: fonts, sampleRate: Double(output.sampleRate), channels: ports * 16, options: options) }
+        var sound = SoundChoices()
+        sound.gainDB = gain
+        sound.mutedChannels = mutedChannels
+        sound.soloChannels = soloChannels
+        sound.effects = fx.choices
+        sound.polyphony = polyphony
+        sound.presets = try Render.presetBank(presets)
+        sound.channelAssignments = channelAssignments
+        sound.configChannelCount = settings.channels.count
+        sound.configLabel = settings.label("channels")
+        let graph = try orFailure { try GraphBuilder.live(GraphSettings(sound, ports: ports), fonts: fonts, rate: Double(output.sampleRate),
+                                                          inputCapacities: [8192, 1024] + (player != nil ? [FilePlayerSetup.queueCapacity] : [])) }
         say("SoundFont: \(fonts.joined(separator: ", "))")
-        for w in unit.fontWarnings { printError("spinet: warning: \(w)") }     // even with --quiet
+        for w in graph.soundFonts[0].fontWarnings { printError("spinet: warning: \(w)") }     // even with --quiet
 
         // 5. Recording, if asked.
         var recorder: Recorder?
@@ -272,25 +281,7 @@ struct Play: ParsableCommand {
             recorder = try orFailure { try Recorder(target: record, force: force, format: container, sampleFormat: bits, sampleRate: output.sampleRate) }
         }
 
-        // 6. The engine: one input queue for the sequencer thread, one for this thread.
-        var graphSettings = GraphSettings()
-        graphSettings.engine.ports = ports
-        graphSettings.engine.gainDB = gain
-        graphSettings.engine.mutedChannels = mutedChannels
-        graphSettings.engine.soloChannels = soloChannels
-        graphSettings.engine.reverb = fx.reverb
-        graphSettings.engine.chorus = fx.chorus
-        graphSettings.engine.delay = fx.delay
-        graphSettings.engine.equalizer = fx.equalizer
-        graphSettings.soundFont = options
-        graphSettings.presets = try Render.presetBank(presets)
-        graphSettings.channelAssignments = channelAssignments
-        graphSettings.configChannelCount = settings.channels.count
-        graphSettings.configLabel = settings.label("channels")
-        let graph = try orFailure { try GraphBuilder.live(graphSettings, soundFont: unit,
-                                                          inputCapacities: [8192, 1024] + (player != nil ? [FilePlayerSetup.queueCapacity] : [])) }
-
-        // 7. Play until stopped.
+        // 6. Play until stopped.
         var session = LiveSession.Options()
         session.safetyMilliseconds = safety
         session.priority = priority

@@ -155,11 +155,7 @@ struct Render: ParsableCommand {
         s.configChannelCount = file.channels.count
         s.configLabel = file.label("channels")
         if soundFonts.isEmpty { try Self.checkConfigFonts(file) }
-        s.spinetEffects = fx.spinetEffects
-        s.reverb = fx.reverb
-        s.chorus = fx.chorus
-        s.delay = fx.delay
-        s.equalizer = fx.equalizer
+        s.effects = fx.choices
         if let stems = dataset.stems {
             if stems == "-" { throw Failure("--stems - : stems are files in a directory; name one with --stems DIR") }
             if fx.fluidEffects {

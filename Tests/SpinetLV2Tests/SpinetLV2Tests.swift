@@ -386,7 +386,7 @@ struct SpinetLV2Tests {
         #expect(r.stderr.contains("urid#map"), "\(r.stderr)")
     }
 
-    /// urid:map only: no log (stderr), no worker (the plugin's own loader
+    /// urid:map only: no log (stderr), no worker (the core's loader
     /// thread), no options (block size unknown).
     @Test func aHostWithNoOptionalFeatureStillWorks() throws {
         let dir = try Self.directory("minimal")
@@ -404,6 +404,25 @@ struct SpinetLV2Tests {
         if SpinetTestEnvironment.sanitizer == nil, let counts = r.probe() {
             #expect(counts["allocations"] == 0 && counts["locks"] == 0 && counts["frees"] == 0, "\(counts)")
         }
+    }
+
+    /// Without a worker, two fonts asked for in a row (the second before the
+    /// first has loaded): the core's loader ends with the second, and the
+    /// host is told so.
+    @Test func withoutAWorkerTwoFontChangesEndWithTheLast() throws {
+        let dir = try Self.directory("twofonts")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let first = try #require(try LV2Host.otherFont(in: dir), "no second GM SoundFont installed")
+        let second = dir.appendingPathComponent("second.sf2").path
+        try FileManager.default.copyItem(atPath: SpinetCommand.repositoryRoot.appendingPathComponent("Fuzz/corpus/SoundFontFuzzer/gm-like.sf2").path,
+                                         toPath: second)
+        let events = ["4096 font \(first)", "4100 font \(second)"] + (1...10).map { "\($0 * 24000) get" }
+        let r = try LV2Host.run(["--no-worker", "--pace", "--block", "1024", "--frames", "240000"] + Self.dry,
+                                events: events, in: dir, name: "twofonts", timeout: 120)
+        try #require(r.status == 0, "\(r.stderr)")
+        let fonts = r.notifiedFonts()
+        #expect(fonts.last == second, "\(fonts)")
+        #expect(fonts.allSatisfy { $0 == first || $0 == second }, "\(fonts)")
     }
 
     // MARK: A real host

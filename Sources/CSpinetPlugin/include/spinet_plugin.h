@@ -11,8 +11,11 @@
 //     allocate nothing and take no lock (set_param and get_param also from
 //     any other thread);
 //   - load_soundfont, save_state, soundfont_path: a non-real-time thread
-//     (the LV2 worker, a CLAP background thread, the main thread), at most
-//     one at a time per instance.
+//     (the LV2 worker, the main thread); the core takes them one at a time;
+//   - request_soundfont, take_soundfont_result: any thread, the audio
+//     thread too (no lock, no allocation). The core loads the fonts asked
+//     for on a thread of its own (the instance's one loader, which calls
+//     what load_soundfont calls).
 #ifndef SPINET_PLUGIN_H
 #define SPINET_PLUGIN_H
 
@@ -101,12 +104,37 @@ double spinet_plugin_get_param(const spinet_plugin *plugin, uint32_t id);
 // font keeps playing and the reason is logged (and returned as -1).
 int spinet_plugin_load_soundfont(spinet_plugin *plugin, const char *path);
 
+// Asks the core's loader for the SoundFont at `path` (`length` bytes, no
+// NUL needed) and returns at once: it copies the path and wakes the
+// loader's thread, taking no lock and allocating nothing, so the audio
+// thread may ask. The loader loads it as load_soundfont does; a request
+// made while another loads is loaded next, and the newest one wins over
+// any it did not start yet. 0 when asked; -1 when the path is empty or
+// longer than 4095 bytes, or another thread is asking at the same moment.
+int spinet_plugin_request_soundfont(spinet_plugin *plugin, const char *path, size_t length);
+
+// Called on the loader's thread after its loads (status 0: the last of
+// them loaded), once take_soundfont_result gives the result. Set it on
+// the main thread before the first request; it may call soundfont_path
+// and name_table, not save_state or restore_state.
+typedef void (*spinet_soundfont_loaded_fn)(void *context, int status);
+void spinet_plugin_set_soundfont_listener(spinet_plugin *plugin, spinet_soundfont_loaded_fn listener, void *context);
+
+// The newest load the loader finished since the last call: returns 1 and
+// gives its status (0: loaded, -1: not loaded, the reason logged), the
+// path asked for and the font in use after it (the old one after a
+// failure), each NUL-terminated and truncated to its capacity; 0 when
+// none finished since. One thread at a time; no lock, no allocation.
+int spinet_plugin_take_soundfont_result(spinet_plugin *plugin, int *status, char *requested, size_t requested_capacity,
+                                        char *in_use, size_t in_use_capacity);
+
 // The path of the SoundFont in use (or being swapped in), copied into
 // `buffer` (NUL-terminated, truncated to `capacity`); returns its length.
 size_t spinet_plugin_soundfont_path(spinet_plugin *plugin, char *buffer, size_t capacity);
 
 // Every setting as one UTF-8 JSON object (the SoundFont path, channel
-// assignments, synth presets, effects, EQ and the parameter values).
+// assignments, synth presets, effects, EQ and the parameter values). A
+// font requested before this call is loaded first.
 // malloc'ed: release with spinet_plugin_free_string.
 char *spinet_plugin_save_state(spinet_plugin *plugin);
 void spinet_plugin_free_string(char *string);
@@ -114,7 +142,8 @@ void spinet_plugin_free_string(char *string);
 // Restores what save_state gave. `soundfont_path`, if not NULL, replaces
 // the JSON's (LV2 maps paths itself). A restored instance renders the same
 // bytes as the saved one for the same input. 0 on success; on failure the
-// instance keeps its settings and the reason is logged.
+// instance keeps its settings and the reason is logged. A font requested
+// before this call is loaded first (the state then replaces it).
 int spinet_plugin_restore_state(spinet_plugin *plugin, const char *json, const char *soundfont_path);
 
 // The channel state the host's MIDI set (bank, program, controllers,
