@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Offline overlapped rendering: the units of one block render while the
 /// block before is finished (mixed, its effects and master bus run), on the
 /// offline worker threads when there are any (`UnitWorkers`).
@@ -23,6 +25,11 @@ final class OverlapState {
     /// which send effects they run.
     var stemTasks = 0
     var stemMask = 0
+    /// With workers and send effects: the pending block's finishing step as
+    /// parts of the call's first round (`splitPendingFinish`; 0: not split),
+    /// and how many of them have not ended yet.
+    var finishParts = 0
+    let partsLeft = Atomic<Int>(0)
     /// The caller's work to run beside this round's units (see `renderOverlapped`).
     var sideTask: (() -> Void)?
     /// Whether the current round's first extra task is the finishing step
@@ -56,6 +63,26 @@ extension Engine {
                                  stems stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>? = nil,
                                  alongside: (() -> Void)? = nil) -> Int {
         precondition(frames >= 0 && frames <= maxFrames, "renderOverlapped renders at most maxFrames frames")
+        let produced = schedulePending(left: left, right: right, stems: stemOutputs)
+        overlap.sideTask = alongside
+        // stems: the pending block's stems run as tasks of their own;
+        // without stems, its send effects and its dry mix do
+        let splitStems = splitPendingStems(produced: produced, stemOutputs: stemOutputs)
+        splitPendingFinish()
+        renderUnits(frames: frames, set: overlap.set)
+        if splitStems { finishSplitStems() }
+        runFinishParts()                                // any no round ran
+        if overlap.postPending { finishPending() }      // no workers, or no unit round ran it
+        runSideTask()
+        overlap.pendingFrames = frames
+        overlap.set = 1 - overlap.set
+        return produced
+    }
+
+    /// Makes the block the last call rendered (if any) the one this call
+    /// finishes, into `left`/`right` (and `stems`); returns its frames.
+    func schedulePending(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
+                         stems stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>?) -> Int {
         let produced = overlap.pendingFrames
         if produced > 0 {
             overlap.postPending = true
@@ -65,15 +92,6 @@ extension Engine {
             overlap.postRight = right
             overlap.postStems = stemOutputs
         }
-        overlap.sideTask = alongside
-        // stems: the pending block's stems run as tasks of their own
-        let splitStems = splitPendingStems(produced: produced, stemOutputs: stemOutputs)
-        renderUnits(frames: frames, set: overlap.set)
-        if splitStems { finishSplitStems() }
-        if overlap.postPending { finishPending() }      // no workers, or no unit round ran it
-        runSideTask()
-        overlap.pendingFrames = frames
-        overlap.set = 1 - overlap.set
         return produced
     }
 
@@ -102,14 +120,72 @@ extension Engine {
         task()
     }
 
-    /// Extra task `index` of a worker round: the finishing step first (when
-    /// the round has one), then the side task.
+    /// With workers and send effects (and no stems to split): sets up the
+    /// pending finishing step as parts of this call's first worker round,
+    /// beside the units of the next block: one per send effect (each sums
+    /// its own sends and runs into a return buffer of its own), and the dry
+    /// mix. The part that ends last adds the returns to the mix and runs the
+    /// master bus, so nothing waits for anything: the same work in the same
+    /// order as `finish`, to the bit (see `SendEffects.processReturn`).
+    func splitPendingFinish() {
+        guard overlap.postPending, hasWorkers, let sends = sendEffects, !sends.isEmpty else { return }
+        overlap.postPending = false
+        sends.applyRequests(set: overlap.postSet)
+        overlap.finishParts = SendEffects.effectCount + 1
+        overlap.partsLeft.store(overlap.finishParts, ordering: .relaxed)
+    }
+
+    /// Part `part` of the split finishing step (any one thread; the parts
+    /// of a block may run at once): effect `part`, or the dry mix after the
+    /// effects. Workers exist only with units, so there is a unit to sum.
+    func runFinishPart(_ part: Int) {
+        let frames = overlap.postFrames, set = overlap.postSet
+        let left = overlap.postLeft!, right = overlap.postRight!
+        let sends = sendEffects!
+        if part < SendEffects.effectCount {
+            if sends.hasEffect(part) {
+                let unitCount = units.count
+                var u = 0
+                while u < unitCount {
+                    sends.accumulate(unitOutputs[set * unitCount + u], effect: part, first: u == 0, frames: frames)
+                    u += 1
+                }
+                sends.processReturn(part, frames: frames)
+            }
+        } else {
+            mixDry(frames: frames, set: set, left: left, right: right)
+        }
+        // the last part to end sees the others' writes and finishes the block
+        if overlap.partsLeft.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue == 1 {
+            sends.addReturns(outputLeft: left, outputRight: right, frames: frames)
+            masterBus.process(left: left, right: right, frames: frames, set: set)
+        }
+    }
+
+    /// The split finishing step's parts no worker round ran (this thread).
+    func runFinishParts() {
+        var p = 0
+        while p < overlap.finishParts {
+            runFinishPart(p)
+            p += 1
+        }
+        overlap.finishParts = 0
+    }
+
+    /// Extra task `index` of a worker round: the stems, the parts of the
+    /// split finishing step, or the whole finishing step (when the round
+    /// has any of these), then the side task.
     func runExtraTask(_ index: Int) {
         if index < overlap.stemTasks {
             stemEffects(index, frames: overlap.postFrames, set: overlap.postSet, stemOutputs: overlap.postStems!, mask: overlap.stemMask)
             return
         }
-        let i = index - overlap.stemTasks
+        var i = index - overlap.stemTasks
+        if i < overlap.finishParts {
+            runFinishPart(i)
+            return
+        }
+        i -= overlap.finishParts
         if overlap.roundHasFinish && i == 0 { finishPending() } else { runSideTask() }
     }
 }

@@ -259,8 +259,10 @@ public final class Engine: @unchecked Sendable {
             if let pool = workers {
                 overlap.roundHasFinish = overlap.postPending
                 pool.run(sliceStart: sliceStart, sliceEnd: sliceEnd, blockStart: blockStart,
-                         tasks: unitCount + overlap.stemTasks + (overlap.postPending ? 1 : 0) + (overlap.sideTask != nil ? 1 : 0))
-                overlap.stemTasks = 0       // a block's stems run in the call's first round
+                         tasks: unitCount + overlap.stemTasks + overlap.finishParts + (overlap.postPending ? 1 : 0)
+                             + (overlap.sideTask != nil ? 1 : 0))
+                overlap.stemTasks = 0       // a block's stems and finishing parts run in the call's first round
+                overlap.finishParts = 0
             } else {
                 var u = 0
                 while u < unitCount {
@@ -489,23 +491,34 @@ public final class Engine: @unchecked Sendable {
             return
         }
 
-        // Mix: plain Float32 sum (headroom is the float range) of the dry
-        // sound and of the sends; the send effects add their returns.
+        // Mix the dry sound and the sends; the send effects add their returns.
+        mixDry(frames: frames, set: set, left: left, right: right)
+        if !sends.isEmpty {
+            if unitCount == 0 { sends.clearBus() }
+            var u = 0
+            while u < unitCount {
+                sends.accumulate(unitOutputs[set * unitCount + u], first: u == 0, frames: frames)
+                u += 1
+            }
+        }
+        sends.process(sends.bus, outputLeft: left, outputRight: right, frames: frames)
+        masterBus.process(left: left, right: right, frames: frames, set: set)
+    }
+
+    /// Writes the sum of buffer set `set`'s dry unit outputs (`frames`
+    /// frames) to `left`/`right`: a plain Float32 sum, headroom is the float range.
+    func mixDry(frames: Int, set: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>) {
         left.update(repeating: 0, count: frames)
         right.update(repeating: 0, count: frames)
-        let hasEffects = !sends.isEmpty
-        if hasEffects && unitCount == 0 { sends.clearBus() }
+        let unitCount = units.count
         var u = 0
         while u < unitCount {
             let o = unitOutputs[set * unitCount + u]
             // one simple loop per buffer: each vectorizes
             Self.add(o.left, into: left, frames)
             Self.add(o.right, into: right, frames)
-            if hasEffects { sends.accumulate(o, first: u == 0, frames: frames) }
             u += 1
         }
-        sends.process(sends.bus, outputLeft: left, outputRight: right, frames: frames)
-        masterBus.process(left: left, right: right, frames: frames, set: set)
     }
 
     @inline(__always)

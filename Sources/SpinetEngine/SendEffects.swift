@@ -25,6 +25,16 @@ public struct SendBus {
         chorusLeft = output.chorusLeft; chorusRight = output.chorusRight
         delayLeft = output.delayLeft; delayRight = output.delayRight
     }
+
+    /// Send `effect`'s pair (0 the reverb, 1 the chorus, 2 the delay).
+    @inline(__always)
+    public func pair(_ effect: Int) -> (left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>) {
+        switch effect {
+        case 0: return (reverbLeft, reverbRight)
+        case 1: return (chorusLeft, chorusRight)
+        default: return (delayLeft, delayRight)
+        }
+    }
 }
 
 /// One send effect and its idle tracking: an effect whose input has been
@@ -67,10 +77,11 @@ struct SendSlot<Effect: SendEffect & ~Copyable>: ~Copyable {
     /// within `tailFrames` of the last non-silent input frame (decided frame
     /// by frame, so a host's block split changes nothing, the effect's
     /// LFOs included), its return added to the outputs at the level.
-    @inline(__always)
+    /// Returns whether it added anything (false: the outputs are as they were).
+    @inline(__always) @discardableResult
     mutating func process(_ inputLeft: UnsafeMutablePointer<Float>, _ inputRight: UnsafeMutablePointer<Float>,
                           _ outputLeft: UnsafeMutablePointer<Float>, _ outputRight: UnsafeMutablePointer<Float>, frames: Int,
-                          scratch: UnsafeMutablePointer<Float>) {
+                          scratch: UnsafeMutablePointer<Float>) -> Bool {
         // full return and steady: straight into the outputs
         let direct = level == 1 && levelRampLeft == 0
         if !direct { scratch.update(repeating: 0, count: 2 * frames) }
@@ -99,7 +110,7 @@ struct SendSlot<Effect: SendEffect & ~Copyable>: ~Copyable {
             }
             i += 1
         }
-        if direct { return }
+        if direct { return ran }
         // the level ramps over every frame, processed or not
         var g = level
         let ramping = min(levelRampLeft, frames)
@@ -121,6 +132,7 @@ struct SendSlot<Effect: SendEffect & ~Copyable>: ~Copyable {
             }
         }
         level = g
+        return ran && (ramping > 0 || g != 0)
     }
 }
 
@@ -145,8 +157,12 @@ public final class SendEffects {
     private var chorus: SendSlot<Chorus>?
     private var delay: SendSlot<Delay>?
     private let busBuffer: FixedBuffer<Float>
-    /// One effect's return before its level is applied (2 x maxFrames).
+    /// Per effect: its return before its level is applied (2 x maxFrames each).
     private let returnScratch: FixedBuffer<Float>
+    /// Per effect, for `processReturn`: its return at its level (2 x
+    /// maxFrames each), and whether the last block wrote one.
+    private let returnBuffer: FixedBuffer<Float>
+    private let returnWritten: FixedBuffer<Bool>
     /// The summed sends this object's owner feeds (`maxFrames` each).
     public let bus: SendBus
     /// The reverbs and choruses the GS and GM2 type numbers select (nil: that number selects none).
@@ -168,7 +184,9 @@ public final class SendEffects {
         configuredReverb = reverb?.parameters
         configuredChorus = chorus?.parameters
         busBuffer = FixedBuffer(repeating: 0, count: 6 * maxFrames)
-        returnScratch = FixedBuffer(repeating: 0, count: 2 * maxFrames)
+        returnScratch = FixedBuffer(repeating: 0, count: 2 * Self.effectCount * maxFrames)
+        returnBuffer = FixedBuffer(repeating: 0, count: 2 * Self.effectCount * maxFrames)
+        returnWritten = FixedBuffer(repeating: false, count: Self.effectCount)
         bus = SendBus(planar: busBuffer.pointer, stride: maxFrames)
         gsReverbs = (0..<128).map { ReverbPreset(gsType: $0)?.parameters }
         gm2Reverbs = (0..<128).map { ReverbPreset(gm2Type: $0)?.parameters }
@@ -262,17 +280,82 @@ public final class SendEffects {
         Self.accumulate(output.delayRight, into: b.delayRight, first: first, frames)
     }
 
+    /// Adds one send pair of a unit to the bus's (`first`: writes it
+    /// instead): `effect` 0 the reverb's, 1 the chorus's, 2 the delay's.
+    @inline(__always)
+    public func accumulate(_ output: UnitOutput, effect: Int, first: Bool, frames: Int) {
+        let source = SendBus(output).pair(effect), destination = bus.pair(effect)
+        Self.accumulate(source.left, into: destination.left, first: first, frames)
+        Self.accumulate(source.right, into: destination.right, first: first, frames)
+    }
+
     // MARK: processing (render thread)
+
+    /// The effects, by number: 0 the reverb, 1 the chorus, 2 the delay.
+    public static let effectCount = 3
+
+    /// Whether effect `effect` is on.
+    public func hasEffect(_ effect: Int) -> Bool {
+        switch effect {
+        case 0: return reverb != nil
+        case 1: return chorus != nil
+        default: return delay != nil
+        }
+    }
 
     /// Runs the reverb, chorus and delay (in that order) on `input`'s sends
     /// and adds their returns to the outputs; an effect whose input has been
     /// silent for longer than its tail is skipped. `frames` ≤ `maxFrames`.
     public func process(_ input: SendBus, outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
                         frames: Int) {
-        let scratch = returnScratch.pointer
-        if reverb != nil { reverb!.process(input.reverbLeft, input.reverbRight, outputLeft, outputRight, frames: frames, scratch: scratch) }
-        if chorus != nil { chorus!.process(input.chorusLeft, input.chorusRight, outputLeft, outputRight, frames: frames, scratch: scratch) }
-        if delay != nil { delay!.process(input.delayLeft, input.delayRight, outputLeft, outputRight, frames: frames, scratch: scratch) }
+        var e = 0
+        while e < Self.effectCount {
+            processEffect(e, input, outputLeft, outputRight, frames: frames)
+            e += 1
+        }
+    }
+
+    /// Effect `effect` of `process`: runs it (when on and not idle) on
+    /// `input`'s pair for it and adds its return to the outputs; true when
+    /// it added anything. Touches only that effect's state and scratch.
+    @inline(__always) @discardableResult
+    private func processEffect(_ effect: Int, _ input: SendBus, _ outputLeft: UnsafeMutablePointer<Float>,
+                               _ outputRight: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
+        let scratch = returnScratch.pointer + 2 * effect * maxFrames
+        let send = input.pair(effect)
+        switch effect {
+        case 0: if reverb != nil { return reverb!.process(send.left, send.right, outputLeft, outputRight, frames: frames, scratch: scratch) }
+        case 1: if chorus != nil { return chorus!.process(send.left, send.right, outputLeft, outputRight, frames: frames, scratch: scratch) }
+        default: if delay != nil { return delay!.process(send.left, send.right, outputLeft, outputRight, frames: frames, scratch: scratch) }
+        }
+        return false
+    }
+
+    /// `process` in parts that may run at once on several threads: effect
+    /// `effect` alone, on the bus's pair for it (filled with `accumulate`),
+    /// into a return buffer of its own. `addReturns` then adds the three
+    /// returns to the mix, in `process`'s order, giving `process`'s output
+    /// to the bit: each effect adds one value per frame to its output
+    /// (`0 + v` is `v`), so the mix gets the same values in the same order.
+    public func processReturn(_ effect: Int, frames: Int) {
+        let l = returnBuffer.pointer + 2 * effect * maxFrames, r = l + maxFrames
+        l.update(repeating: 0, count: frames)
+        r.update(repeating: 0, count: frames)
+        returnWritten.pointer[effect] = processEffect(effect, bus, l, r, frames: frames)
+    }
+
+    /// Adds the returns `processReturn` left (reverb, chorus, delay, those
+    /// that wrote any) to the outputs. After every effect's `processReturn`.
+    public func addReturns(outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>, frames: Int) {
+        var e = 0
+        while e < Self.effectCount {
+            if returnWritten.pointer[e] {
+                let l = returnBuffer.pointer + 2 * e * maxFrames
+                for i in 0..<frames { outputLeft[i] += l[i] }
+                for i in 0..<frames { outputRight[i] += l[maxFrames + i] }
+            }
+            e += 1
+        }
     }
 
     /// Sets the return levels (linear, 0 ... 1) of the reverb, chorus and

@@ -7,7 +7,9 @@ import Synchronization
 /// Each slice is one round of tasks: task `u < units` renders unit `u`;
 /// the tasks after them (when there are any) are the pending finishing
 /// step of `Engine.renderOverlapped` (mixing, effects and limiter of the
-/// block before) and the caller's side task (writing an earlier block).
+/// block before: with send effects, one task per effect and one for the
+/// dry mix, the last of them to end running the limiter) and the caller's
+/// side task (writing an earlier block).
 /// Units are independent within a slice — each reads the slice's events and
 /// writes its own buffers — and the finishing step reads only the other
 /// buffer set, so the threads take tasks in order from a shared
