@@ -19,10 +19,8 @@ final class OverlapState {
     var postRight: UnsafeMutablePointer<Float>?
     var postStems: UnsafePointer<UnsafeMutablePointer<Float>>?
     /// Stems mode with workers: the pending block's stem tasks still to put
-    /// in a round (the first round of the call takes them all, then 0), and
-    /// which send effects they run.
+    /// in a round (the first round of the call takes them all, then 0).
     var stemTasks = 0
-    var stemMask = 0
     /// The caller's work to run beside this round's units (see `renderOverlapped`).
     var sideTask: (() -> Void)?
     /// Whether the current round's first extra task is the finishing step
@@ -106,7 +104,7 @@ extension Engine {
     /// the round has one), then the side task.
     func runExtraTask(_ index: Int) {
         if index < overlap.stemTasks {
-            stemEffects(index, frames: overlap.postFrames, set: overlap.postSet, stemOutputs: overlap.postStems!, mask: overlap.stemMask)
+            renderStem(index, frames: overlap.postFrames, set: overlap.postSet, stemOutputs: overlap.postStems!)
             return
         }
         let i = index - overlap.stemTasks
