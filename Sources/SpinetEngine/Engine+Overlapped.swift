@@ -21,10 +21,8 @@ final class OverlapState {
     var postRight: UnsafeMutablePointer<Float>?
     var postStems: UnsafePointer<UnsafeMutablePointer<Float>>?
     /// Stems mode with workers: the pending block's stem tasks still to put
-    /// in a round (the first round of the call takes them all, then 0), and
-    /// which send effects they run.
+    /// in a round (the first round of the call takes them all, then 0).
     var stemTasks = 0
-    var stemMask = 0
     /// With workers and send effects: the pending block's finishing step as
     /// parts of the call's first round (`splitPendingFinish`; 0: not split),
     /// and how many of them have not ended yet.
@@ -177,7 +175,7 @@ extension Engine {
     /// has any of these), then the side task.
     func runExtraTask(_ index: Int) {
         if index < overlap.stemTasks {
-            stemEffects(index, frames: overlap.postFrames, set: overlap.postSet, stemOutputs: overlap.postStems!, mask: overlap.stemMask)
+            renderStem(index, frames: overlap.postFrames, set: overlap.postSet, stemOutputs: overlap.postStems!)
             return
         }
         var i = index - overlap.stemTasks

@@ -1,32 +1,93 @@
 import SpinetEffects
 
+/// One piece of a stem: a unit's whole output, or one part of a
+/// `PartedUnit` (a SoundFont player's channel).
+public struct StemPart: Hashable, Sendable {
+    public var unit: Int
+    /// nil: the whole unit.
+    public var part: Int?
+    public init(unit: Int, part: Int? = nil) {
+        self.unit = unit
+        self.part = part
+    }
+}
+
+/// The send effects a stem runs: those its channels send to.
+public struct StemEffects: OptionSet, Hashable, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    public static let reverb = StemEffects(rawValue: 1)
+    public static let chorus = StemEffects(rawValue: 2)
+    public static let delay = StemEffects(rawValue: 4)
+    public static let all: StemEffects = [.reverb, .chorus, .delay]
+}
+
+/// What `setStems` asked for, until `prepare` makes the `StemState`.
+struct StemPlan {
+    var parts: [[StemPart]]
+    var effects: [StemEffects]
+}
+
 /// Stems that add up to the mix: the engine's finishing step, per stem.
 ///
-/// A stem is a set of units (the host gives each stem's channels units of
-/// their own: one channel, or one channel split over several units). In
-/// stems mode the finishing step sums each stem's units (dry sound and
-/// sends), runs that stem's own send effects (same presets; the same tempo
-/// and reverb/chorus type changes as the shared ones would get), applies
-/// the master gain ramp, fade and EQ to each stem alike, sums the stems into
-/// the mix, runs the limiter on the mix, and applies the limiter's gain to
-/// every stem, delayed by the same look-ahead (`MasterBus.processStems`).
+/// The mix is made as without stems (every unit's output, the shared send
+/// effects), so a render with stems has the same mix. A stem is a set of
+/// pieces (`StemPart`): whole units, or parts of units that hand out each
+/// channel's output (`PartedUnit`: the same SoundFont players a render
+/// without stems uses). Each stem sums its pieces' dry sound and sends and
+/// runs its own send effects, only those its channels send to
+/// (`StemEffects`), each on exactly the frames the shared one ran on, so
+/// that the modulation stays in step and their returns add up to the shared
+/// return. The master bus gives the mix what it gives it without stems and
+/// each stem the same gains, EQ and limiter gain (`MasterBus.processStems`).
 /// Every stage is linear per stem, so the stems sum to the mix within float
-/// rounding. The stems' effects run (or rest) when the shared ones would
-/// without stems (decided on the sum of the sends), which keeps their
-/// modulation in step with a plain render. The cost over a plain render is
-/// the send effects per stem, not a render per stem.
-///
-/// Units in no stem must be silent (the host routes only note-less or
-/// muted channels there): in stems mode their output is not mixed.
+/// rounding, when the stems hold every sounding piece: units and parts in
+/// no stem must be silent (the host leaves only note-less or muted
+/// channels out).
 final class StemState {
-    /// Per stem: the unit indexes whose outputs it sums.
-    let units: [[Int]]
-    /// Per stem: its own send effects.
+    /// Per stem: the pieces it sums.
+    let parts: [[StemPart]]
+    /// Per stem: its own send effects (only those it sends to).
     let sends: [SendEffects]
+    /// Per unit: the unit when some stem takes its parts, else nil.
+    let partedUnits: [PartedUnit?]
+    /// Per unit: its parts' outputs for buffer set 0 start at
+    /// `partOutputs.pointer + partBase[u]`, set 1's `partCounts[u]` further on.
+    let partBase: [Int]
+    let partCounts: [Int]
+    let partOutputs: FixedBuffer<UnitOutput>
+    let partBuffer: FixedBuffer<Float>
+    /// Per stem: the blocks in which it ran any send effect.
+    let effectRuns: FixedBuffer<Int>
 
-    init(units: [[Int]], sends: [SendEffects]) {
-        self.units = units
+    init(plan: StemPlan, units: [InstrumentUnit], sends: [SendEffects], maxFrames: Int) {
+        parts = plan.parts
         self.sends = sends
+        var parted = [PartedUnit?](repeating: nil, count: units.count)
+        for stem in plan.parts {
+            for piece in stem where piece.part != nil { parted[piece.unit] = units[piece.unit] as? PartedUnit }
+        }
+        partedUnits = parted
+        var base = [Int](repeating: 0, count: units.count), counts = [Int](repeating: 0, count: units.count)
+        var total = 0
+        for u in 0..<units.count {
+            base[u] = total
+            counts[u] = parted[u]?.partCount ?? 0
+            total += 2 * counts[u]
+        }
+        partBase = base
+        partCounts = counts
+        let buffer = FixedBuffer<Float>(repeating: 0, count: max(1, total * 8 * maxFrames))
+        let pointer = buffer.pointer
+        partOutputs = FixedBuffer(count: total) { UnitOutput(planar: pointer + $0 * 8 * maxFrames, stride: maxFrames) }
+        partBuffer = buffer
+        effectRuns = FixedBuffer(repeating: 0, count: max(1, plan.parts.count))
+    }
+
+    /// Unit `u`'s part outputs for buffer set `set`.
+    @inline(__always)
+    func partOutputs(unit u: Int, set: Int) -> UnsafePointer<UnitOutput> {
+        UnsafePointer(partOutputs.pointer + partBase[u] + set * partCounts[u])
     }
 
     func requestTempo(_ bpm: Double, forSet set: Int) {
@@ -41,33 +102,79 @@ final class StemState {
 }
 
 extension Engine {
-    /// Offline: renders stems besides the mix, one per entry of `stemUnits`
-    /// (the indexes of the units it sums; a unit in at most one stem). Call
-    /// after adding the units, before `prepare`. Then pass stem buffers to
-    /// `render(frames:left:right:stems:)` or `renderOverlapped(…stems:…)`.
-    public func setStems(_ stemUnits: [[Int]]) {
+    /// Offline: renders stems besides the mix, one per entry of `stems`
+    /// (the pieces it sums: a unit's whole output, or a part of a
+    /// `PartedUnit`; each piece in one stem at most, and a unit either
+    /// whole or by parts). `effects` names, per stem, the send effects it
+    /// runs (nil: all): a stem whose channels never send to an effect need
+    /// not run it. Call after adding the units, before `prepare`. Then pass
+    /// stem buffers to `render(frames:left:right:stems:)` or
+    /// `renderOverlapped(…stems:…)`.
+    public func setStems(_ stems: [[StemPart]], effects: [StemEffects]? = nil) {
         precondition(!prepared, "set stems before prepare")
-        let all = stemUnits.flatMap { $0 }
-        precondition(Set(all).count == all.count, "a unit belongs to one stem at most")
-        precondition(all.allSatisfy { $0 >= 0 && $0 < units.count }, "stems name units of this engine")
-        plannedStems = stemUnits
+        precondition(effects == nil || effects!.count == stems.count, "one effect set per stem")
+        let all = stems.flatMap { $0 }
+        precondition(Set(all).count == all.count, "a piece belongs to one stem at most")
+        precondition(all.allSatisfy { $0.unit >= 0 && $0.unit < units.count }, "stems name units of this engine")
+        let whole = Set(all.filter { $0.part == nil }.map(\.unit))
+        for piece in all {
+            guard let p = piece.part else { continue }
+            precondition(!whole.contains(piece.unit), "a unit is in the stems whole or by parts")
+            let parted = units[piece.unit] as? PartedUnit
+            precondition(parted != nil && p >= 0 && p < parted!.partCount, "a part names one of its unit's parts")
+        }
+        plannedStems = StemPlan(parts: stems, effects: effects ?? Array(repeating: .all, count: stems.count))
+    }
+
+    /// Offline: stems of whole units (see `setStems(_:effects:)`).
+    public func setStems(_ stemUnits: [[Int]]) {
+        setStems(stemUnits.map { $0.map { StemPart(unit: $0) } })
     }
 
     /// The number of stems (0: no stems).
-    public var stemCount: Int { stems?.units.count ?? plannedStems?.count ?? 0 }
+    public var stemCount: Int { stems?.parts.count ?? plannedStems?.parts.count ?? 0 }
 
-    /// The units of each stem.
-    public var stemUnits: [[Int]] { stems?.units ?? plannedStems ?? [] }
+    /// The pieces of each stem.
+    public var stemParts: [[StemPart]] { stems?.parts ?? plannedStems?.parts ?? [] }
 
-    /// From `prepare`: each stem's send effects, and the master bus's stem state.
+    /// The send effects stem `s` has (after `prepare`: those it sends to
+    /// that the engine has).
+    public func stemEffects(_ s: Int) -> StemEffects {
+        guard let sends = stems?.sends[s] else { return plannedStems?.effects[s] ?? [] }
+        var e: StemEffects = []
+        if sends.reverbParameters != nil { e.insert(.reverb) }
+        if sends.chorusParameters != nil { e.insert(.chorus) }
+        if sends.hasDelay { e.insert(.delay) }
+        return e
+    }
+
+    /// The blocks in which stem `s` ran any of its send effects so far.
+    /// While none renders.
+    public func stemEffectRuns(_ s: Int) -> Int { stems?.effectRuns.pointer[s] ?? 0 }
+
+    /// From `prepare`: each stem's send effects (only those it sends to),
+    /// its parts' buffers, and the master bus's stem state.
     func prepareStems() {
         guard let plan = plannedStems else { return }
         let c = configuration
-        let sends = plan.map { _ in
-            SendEffects(reverb: c.reverb, chorus: c.chorus, delay: c.delay, sampleRate: sampleRate, maxFrames: maxFrames)
+        let sends = plan.effects.map { e in
+            SendEffects(reverb: e.contains(.reverb) ? c.reverb : nil, chorus: e.contains(.chorus) ? c.chorus : nil,
+                        delay: e.contains(.delay) ? c.delay : nil, sampleRate: sampleRate, maxFrames: maxFrames)
         }
-        stems = StemState(units: plan, sends: sends)
-        masterBus.prepareStems(count: plan.count)
+        stems = StemState(plan: plan, units: units, sends: sends, maxFrames: maxFrames)
+        sendEffects!.recordsActivity = true
+        masterBus.prepareStems(count: plan.parts.count)
+    }
+
+    /// Renders `frames` frames of unit `u` into its block output from block
+    /// frame `offset` on, and its parts when a stem takes them.
+    @inline(__always)
+    func renderPiece(_ u: Int, _ unit: InstrumentUnit, _ blockOutput: UnitOutput, offset: Int, frames: Int) {
+        if let state = stems, let parted = state.partedUnits[u] {
+            parted.render(blockOutput.advanced(by: offset), parts: state.partOutputs(unit: u, set: synthSet), partOffset: offset, frames: frames)
+        } else {
+            unit.render(blockOutput.advanced(by: offset), frames: frames)
+        }
     }
 
     /// Render thread only, offline: renders `frames` frames (at most
@@ -82,40 +189,24 @@ extension Engine {
         finish(frames: frames, set: 0, left: left, right: right, stemOutputs: stemOutputs)
     }
 
-    /// The finishing step in stems mode (see `StemState`), all on this thread.
+    /// The finishing step in stems mode after the mix (see `StemState`),
+    /// all on this thread.
     func finishStems(frames: Int, set: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
                      stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>) {
-        let mask = stemEffectsMask(frames: frames, set: set)
         var s = 0
-        while s < stems!.units.count {
-            stemEffects(s, frames: frames, set: set, stemOutputs: stemOutputs, mask: mask)
+        while s < stems!.parts.count {
+            renderStem(s, frames: frames, set: set, stemOutputs: stemOutputs)
             s += 1
         }
         masterBus.processStems(left: left, right: right, stems: stemOutputs, frames: frames, set: set)
     }
 
-    /// Which send effects run for buffer set `set`'s block: the mix's sends
-    /// decide, so every stem's effects run (or rest) exactly when the shared
-    /// ones would without stems (see `SendEffects.ringing`). Call once per
-    /// block, before its stems, after the shared effects' `applyRequests`.
-    func stemEffectsMask(frames: Int, set: Int) -> Int {
-        let shared = sendEffects!
-        guard !shared.isEmpty else { return 0 }
-        let unitCount = units.count
-        if unitCount == 0 { shared.clearBus() }
-        var u = 0
-        while u < unitCount {
-            shared.accumulate(unitOutputs[set * unitCount + u], first: u == 0, frames: frames)
-            u += 1
-        }
-        return shared.ringing(shared.bus, frames: frames)
-    }
-
     /// Stem `s` of buffer set `set`'s block, before the master bus: the sum
-    /// of its units' dry sound, and its own effects (those in `mask`) on the
-    /// sum of their sends. Touches only stem `s`'s buffers and effects, so
-    /// the stems of a block may run on several threads at once.
-    func stemEffects(_ s: Int, frames: Int, set: Int, stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>, mask: Int) {
+    /// of its pieces' dry sound, and its own effects on the sum of their
+    /// sends, on the frames the shared effects ran on (call after the
+    /// block's mix). Touches only stem `s`'s buffers and effects, so the
+    /// stems of a block may run on several threads at once.
+    func renderStem(_ s: Int, frames: Int, set: Int, stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>) {
         let state = stems!
         let unitCount = units.count
         let l = stemOutputs[2 * s], r = stemOutputs[2 * s + 1]
@@ -123,40 +214,44 @@ extension Engine {
         r.update(repeating: 0, count: frames)
         let sends = state.sends[s]
         sends.applyRequests(set: set)
-        let members = state.units[s]
+        let members = state.parts[s]
         let hasEffects = !sends.isEmpty
         if hasEffects && members.isEmpty { sends.clearBus() }
         var k = 0
         while k < members.count {
-            let o = unitOutputs[set * unitCount + members[k]]
+            let piece = members[k]
+            let o = piece.part.map { state.partOutputs(unit: piece.unit, set: set)[$0] } ?? unitOutputs[set * unitCount + piece.unit]
             Self.add(o.left, into: l, frames)
             Self.add(o.right, into: r, frames)
             if hasEffects { sends.accumulate(o, first: k == 0, frames: frames) }
             k += 1
         }
-        if hasEffects && mask != 0 { sends.process(sends.bus, outputLeft: l, outputRight: r, frames: frames, only: mask) }
+        if hasEffects && sends.follow(sendEffects!, sends.bus, outputLeft: l, outputRight: r, frames: frames) != 0 {
+            state.effectRuns.pointer[s] += 1
+        }
     }
 
-    /// Offline, with workers: sets up the pending block's stems as tasks of
-    /// this call's first worker round (beside the units of the next block),
-    /// instead of one finishing task; `finishSplitStems` ends the block.
-    /// False (nothing set up) without stems, workers or a pending block.
+    /// Offline, with workers: mixes the pending block (as without stems)
+    /// and sets up its stems as tasks of this call's first worker round
+    /// (beside the units of the next block), instead of one finishing task;
+    /// `finishSplitStems` ends the block. False (nothing set up) without
+    /// stems, workers or a pending block.
     func splitPendingStems(produced: Int, stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>?) -> Bool {
         guard produced > 0, let stemOutputs, let state = stems, hasWorkers else { return false }
         overlap.postPending = false
         overlap.postStems = stemOutputs
         sendEffects!.applyRequests(set: overlap.postSet)
-        overlap.stemMask = stemEffectsMask(frames: produced, set: overlap.postSet)
-        overlap.stemTasks = state.units.count
+        mix(frames: produced, set: overlap.postSet, left: overlap.postLeft!, right: overlap.postRight!)
+        overlap.stemTasks = state.parts.count
         return true
     }
 
     /// After the units' rounds: any stem task no round ran, then the master
-    /// bus over the stems (cheap: gains, EQ, limiter) on this thread.
+    /// bus over the mix and the stems (cheap: gains, EQ, limiter) on this thread.
     func finishSplitStems() {
         var s = 0
         while s < overlap.stemTasks {
-            stemEffects(s, frames: overlap.postFrames, set: overlap.postSet, stemOutputs: overlap.postStems!, mask: overlap.stemMask)
+            renderStem(s, frames: overlap.postFrames, set: overlap.postSet, stemOutputs: overlap.postStems!)
             s += 1
         }
         overlap.stemTasks = 0

@@ -45,7 +45,7 @@ public final class Engine: @unchecked Sendable {
     /// The memory of `unitOutputs` (from `prepare`).
     private var unitOutputBuffer = FixedBuffer<Float>(repeating: 0, count: 0)
     /// The set the units render into during the current block.
-    private var synthSet = 0
+    private(set) var synthSet = 0
     /// The shared reverb, chorus and delay, and the bus that feeds them (from `prepare`).
     public private(set) var sendEffects: SendEffects?
     /// Master gain and volume, fade-out, EQ and limiter.
@@ -72,11 +72,11 @@ public final class Engine: @unchecked Sendable {
     let tempoRequest = Atomic<UInt64>(0)
     /// Offline overlapped rendering's state (Engine+Overlapped.swift).
     let overlap = OverlapState()
-    /// Stems: the units each stem sums, and each stem's own send effects
+    /// Stems: the pieces each stem sums, and each stem's own send effects
     /// (Engine+Stems.swift; nil: no stems).
     var stems: StemState?
     /// The stems `setStems` asked for, until `prepare` makes them.
-    var plannedStems: [[Int]]?
+    var plannedStems: StemPlan?
 
     /// The events of the current `render(frames:left:right:events:)` call:
     /// where they start, how many, the next one to gather, and the call's
@@ -454,7 +454,7 @@ public final class Engine: @unchecked Sendable {
     func renderUnit(_ u: Int, sliceStart: Int64, sliceEnd: Int64, blockStart: Int64) {
         let unit = units[u]
         var position = sliceStart
-        let output = unitOutputs[synthSet * units.count + u].advanced(by: Int(sliceStart - blockStart))
+        let output = unitOutputs[synthSet * units.count + u]
         let events = unitEvents + u * unitEventCapacity
         let count = unitEventCounts[u]
         var e = 0
@@ -462,7 +462,7 @@ public final class Engine: @unchecked Sendable {
             let event = events[e]
             let at = min(max(unit.deliveryFrame(forEventAt: event.frame), position), sliceEnd)
             if at > position {
-                unit.render(output.advanced(by: Int(position - sliceStart)), frames: Int(at - position))
+                renderPiece(u, unit, output, offset: Int(position - blockStart), frames: Int(at - position))
                 position = at
             }
             switch event.kind {
@@ -474,7 +474,7 @@ public final class Engine: @unchecked Sendable {
             e += 1
         }
         if sliceEnd > position {
-            unit.render(output.advanced(by: Int(position - sliceStart)), frames: Int(sliceEnd - position))
+            renderPiece(u, unit, output, offset: Int(position - blockStart), frames: Int(sliceEnd - position))
         }
     }
 
@@ -483,14 +483,21 @@ public final class Engine: @unchecked Sendable {
     /// when `stemOutputs` is given: see `finishStems`).
     func finish(frames: Int, set: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
                 stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>? = nil) {
-        let unitCount = units.count
-        let sends = sendEffects!
-        sends.applyRequests(set: set)
+        sendEffects!.applyRequests(set: set)
+        mix(frames: frames, set: set, left: left, right: right)
         if let stemOutputs, stems != nil {
             finishStems(frames: frames, set: set, left: left, right: right, stemOutputs: stemOutputs)
-            return
+        } else {
+            masterBus.process(left: left, right: right, frames: frames, set: set)
         }
+    }
 
+    /// Buffer set `set`'s mix before the master bus, into `left`/`right`:
+    /// every unit's dry sound, and the send effects' returns on the sum of
+    /// their sends (after `applyRequests`).
+    func mix(frames: Int, set: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>) {
+        let unitCount = units.count
+        let sends = sendEffects!
         // Mix the dry sound and the sends; the send effects add their returns.
         mixDry(frames: frames, set: set, left: left, right: right)
         if !sends.isEmpty {
@@ -502,7 +509,6 @@ public final class Engine: @unchecked Sendable {
             }
         }
         sends.process(sends.bus, outputLeft: left, outputRight: right, frames: frames)
-        masterBus.process(left: left, right: right, frames: frames, set: set)
     }
 
     /// Writes the sum of buffer set `set`'s dry unit outputs (`frames`

@@ -125,3 +125,19 @@ extension InstrumentUnit {
         output.silenceSends(frames: frames)
     }
 }
+
+/// A unit whose sound is the sum of parts it can also hand out one by one
+/// (a SoundFont player's per-channel outputs): stems without a player per
+/// channel. The engine asks for the parts only in stems mode.
+public protocol PartedUnit: InstrumentUnit {
+    /// How many parts the unit renders (fixed once it exists).
+    var partCount: Int { get }
+    /// The part channel `channel` alone plays into; nil when it has none of
+    /// its own.
+    func part(forChannel channel: Int) -> Int?
+    /// Render thread only. `render(_:frames:)`, and also each part's dry
+    /// sound and sends written (not added) to `parts[p]` advanced by
+    /// `partOffset` frames; `output` is exactly what `render(_:frames:)`
+    /// writes, the sum of the parts. Allocates nothing.
+    func render(_ output: UnitOutput, parts: UnsafePointer<UnitOutput>, partOffset: Int, frames: Int)
+}

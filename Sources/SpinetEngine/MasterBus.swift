@@ -183,35 +183,41 @@ public final class MasterBus: @unchecked Sendable {
     /// Applies buffer set `set`'s gain ramp (and any fade), the EQ and the
     /// limiter to `frames` frames of `left`/`right`, in place.
     public func process(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int, set: Int) {
+        processMix(left: left, right: right, frames: frames, set: set, gains: nil)
+    }
+
+    /// `process`; with `gains`, also records each frame's gain (`frameGains`)
+    /// and the limiter's (`gains`), for stems.
+    @inline(__always)
+    private func processMix(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int, set: Int,
+                            gains: UnsafeMutablePointer<Float>?) {
         let gainRamp = gainRamps.pointer + set * maxFrames
+        let record = gains != nil, g = frameGains.pointer
         beginFade()
         for i in 0..<frames {
-            let g = fadedGain(gainRamp[i])
-            left[i] *= g
-            right[i] *= g
+            let gain = fadedGain(gainRamp[i])
+            left[i] *= gain
+            right[i] *= gain
+            if record { g[i] = gain }
         }
         endFade()
         if equalizer != nil { equalizer!.process(left: left, right: right, frames: frames) }
-        limiter!.process(left: left, right: right, frames: frames)
+        limiter!.process(left: left, right: right, frames: frames, gains: gains)
     }
 
-    /// The master bus for stems that add up to the mix: applies buffer set
-    /// `set`'s gain ramp (and any fade) and the EQ (each stem its own,
-    /// linear, so the EQ of the sum is the sum of the EQs) to each stem in
-    /// place, writes their sum (the mix) to `left`/`right`, runs the limiter
-    /// on the mix, and applies the limiter's gain to each stem delayed by
-    /// the same look-ahead. The stems then sum to the mix (within float
-    /// rounding). `stems` holds `stemCount` pairs of pointers, left then
-    /// right, `frames` frames each.
+    /// The master bus for stems that add up to the mix: `left`/`right`
+    /// (the mix of every unit with the shared effects, as without stems)
+    /// get exactly what `process` gives them; each stem gets the same gain
+    /// ramp (and fade), the EQ (each stem its own: linear, so the EQ of the
+    /// sum is the sum of the EQs) and the limiter's gain, delayed by the
+    /// same look-ahead. The stems then sum to the mix (within float
+    /// rounding) when they sum to it before the bus. `stems` holds
+    /// `stemCount` pairs of pointers, left then right, `frames` frames each.
     public func processStems(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
                              stems: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int, set: Int) {
-        let gainRamp = gainRamps.pointer + set * maxFrames
+        let gains = limiterGains.pointer
+        processMix(left: left, right: right, frames: frames, set: set, gains: gains)
         let g = frameGains.pointer
-        beginFade()
-        for i in 0..<frames { g[i] = fadedGain(gainRamp[i]) }
-        endFade()
-        left.update(repeating: 0, count: frames)
-        right.update(repeating: 0, count: frames)
         var s = 0
         while s < stemCount {
             let l = stems[2 * s], r = stems[2 * s + 1]
@@ -220,14 +226,8 @@ public final class MasterBus: @unchecked Sendable {
                 r[i] *= g[i]
             }
             if equalizer != nil { stemEqualizers[s].process(left: l, right: r, frames: frames) }
-            for i in 0..<frames {
-                left[i] += l[i]
-                right[i] += r[i]
-            }
             s += 1
         }
-        let gains = limiterGains.pointer
-        limiter!.process(left: left, right: right, frames: frames, gains: gains)
         let lookahead = latencyFrames
         s = 0
         while s < stemCount {

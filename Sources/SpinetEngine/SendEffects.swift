@@ -78,10 +78,12 @@ struct SendSlot<Effect: SendEffect & ~Copyable>: ~Copyable {
     /// by frame, so a host's block split changes nothing, the effect's
     /// LFOs included), its return added to the outputs at the level.
     /// Returns whether it added anything (false: the outputs are as they were).
+    /// `activity`, when given (`frames` flags), records which frames the
+    /// effect ran on: stems' effects follow it (`follow`).
     @inline(__always) @discardableResult
     mutating func process(_ inputLeft: UnsafeMutablePointer<Float>, _ inputRight: UnsafeMutablePointer<Float>,
                           _ outputLeft: UnsafeMutablePointer<Float>, _ outputRight: UnsafeMutablePointer<Float>, frames: Int,
-                          scratch: UnsafeMutablePointer<Float>) -> Bool {
+                          scratch: UnsafeMutablePointer<Float>, activity: UnsafeMutablePointer<Bool>? = nil) -> Bool {
         // full return and steady: straight into the outputs
         let direct = level == 1 && levelRampLeft == 0
         if !direct { scratch.update(repeating: 0, count: 2 * frames) }
@@ -93,6 +95,7 @@ struct SendSlot<Effect: SendEffect & ~Copyable>: ~Copyable {
             if i < frames {
                 if inputLeft[i] != 0 || inputRight[i] != 0 { idle = 0 } else if idle < Int.max { idle += 1 }
                 active = idle <= tailFrames
+                activity?[i] = active
             }
             if active {
                 if runStart < 0 { runStart = i }
@@ -134,6 +137,30 @@ struct SendSlot<Effect: SendEffect & ~Copyable>: ~Copyable {
         level = g
         return ran && (ramping > 0 || g != 0)
     }
+
+    /// Runs the effect on exactly the frames `activity` names (another
+    /// slot's record, see `process`), whatever this slot's own input, and
+    /// adds the full return to the outputs. Effects that run on the same
+    /// frames keep their modulation in step. Returns whether it ran.
+    @inline(__always)
+    mutating func follow(_ activity: UnsafePointer<Bool>, _ inputLeft: UnsafeMutablePointer<Float>, _ inputRight: UnsafeMutablePointer<Float>,
+                         _ outputLeft: UnsafeMutablePointer<Float>, _ outputRight: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
+        var ran = false
+        var runStart = -1
+        var i = 0
+        while i <= frames {
+            if i < frames && activity[i] {
+                if runStart < 0 { runStart = i }
+            } else if runStart >= 0 {
+                effect.process(inputLeft: inputLeft + runStart, inputRight: inputRight + runStart,
+                               outputLeft: outputLeft + runStart, outputRight: outputRight + runStart, frames: i - runStart)
+                ran = true
+                runStart = -1
+            }
+            i += 1
+        }
+        return ran
+    }
 }
 
 /// The shared send effects (reverb, chorus, delay), their input bus, the
@@ -165,6 +192,11 @@ public final class SendEffects {
     private let returnWritten: FixedBuffer<Bool>
     /// The summed sends this object's owner feeds (`maxFrames` each).
     public let bus: SendBus
+    /// Per effect (reverb, chorus, delay), the frames of the last
+    /// `process` it ran on, when `recordsActivity` (stems follow them).
+    private let activityBuffer: FixedBuffer<Bool>
+    /// Whether `process` records `activityBuffer` (a stems render's shared effects).
+    public var recordsActivity = false
     /// The reverbs and choruses the GS and GM2 type numbers select (nil: that number selects none).
     private let gsReverbs: [Reverb.Parameters?]
     private let gm2Reverbs: [Reverb.Parameters?]
@@ -187,6 +219,7 @@ public final class SendEffects {
         returnScratch = FixedBuffer(repeating: 0, count: 2 * Self.effectCount * maxFrames)
         returnBuffer = FixedBuffer(repeating: 0, count: 2 * Self.effectCount * maxFrames)
         returnWritten = FixedBuffer(repeating: false, count: Self.effectCount)
+        activityBuffer = FixedBuffer(repeating: false, count: Self.effectCount * maxFrames)
         bus = SendBus(planar: busBuffer.pointer, stride: maxFrames)
         gsReverbs = (0..<128).map { ReverbPreset(gsType: $0)?.parameters }
         gm2Reverbs = (0..<128).map { ReverbPreset(gm2Type: $0)?.parameters }
@@ -260,6 +293,8 @@ public final class SendEffects {
     /// The reverb and chorus currently in effect (nil: that effect is off).
     public var reverbParameters: Reverb.Parameters? { reverb?.effect.parameters }
     public var chorusParameters: Chorus.Parameters? { chorus?.effect.parameters }
+    /// Whether the delay is on.
+    public var hasDelay: Bool { delay != nil }
 
     // MARK: the bus (render thread)
 
@@ -323,10 +358,11 @@ public final class SendEffects {
                                _ outputRight: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
         let scratch = returnScratch.pointer + 2 * effect * maxFrames
         let send = input.pair(effect)
+        let activity = recordsActivity ? activityBuffer.pointer + effect * maxFrames : nil
         switch effect {
-        case 0: if reverb != nil { return reverb!.process(send.left, send.right, outputLeft, outputRight, frames: frames, scratch: scratch) }
-        case 1: if chorus != nil { return chorus!.process(send.left, send.right, outputLeft, outputRight, frames: frames, scratch: scratch) }
-        default: if delay != nil { return delay!.process(send.left, send.right, outputLeft, outputRight, frames: frames, scratch: scratch) }
+        case 0: if reverb != nil { return reverb!.process(send.left, send.right, outputLeft, outputRight, frames: frames, scratch: scratch, activity: activity) }
+        case 1: if chorus != nil { return chorus!.process(send.left, send.right, outputLeft, outputRight, frames: frames, scratch: scratch, activity: activity) }
+        default: if delay != nil { return delay!.process(send.left, send.right, outputLeft, outputRight, frames: frames, scratch: scratch, activity: activity) }
         }
         return false
     }
@@ -368,33 +404,25 @@ public final class SendEffects {
         if delay != nil { delay!.setLevel(min(max(d, 0), 1), ramp: ramp) }
     }
 
-    /// Stems: which effects `input` (the sum of every stem's sends) keeps
-    /// running, as `process` decides it, updating the idle counts the same
-    /// way: bit 0 the reverb, 1 the chorus, 2 the delay. Each stem's effects
-    /// then run (`process(_:outputLeft:outputRight:frames:only:)`) exactly
-    /// when the mix's would, so their modulation stays in step with a
-    /// render without stems, and the stems add up to it.
-    public func ringing(_ input: SendBus, frames: Int) -> Int {
-        var mask = 0
-        if reverb != nil && Self.stillRinging(&reverb!.idle, input.reverbLeft, input.reverbRight, frames, tail: reverb!.tailFrames) { mask |= 1 }
-        if chorus != nil && Self.stillRinging(&chorus!.idle, input.chorusLeft, input.chorusRight, frames, tail: chorus!.tailFrames) { mask |= 2 }
-        if delay != nil && Self.stillRinging(&delay!.idle, input.delayLeft, input.delayRight, frames, tail: delay!.tailFrames) { mask |= 4 }
-        return mask
-    }
-
-    /// Runs the effects `mask` names (see `ringing`) on `input`'s sends,
-    /// whatever their own input, and adds their returns to the outputs.
-    public func process(_ input: SendBus, outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
-                        frames: Int, only mask: Int) {
-        if mask & 1 != 0 && reverb != nil {
-            reverb!.effect.process(inputLeft: input.reverbLeft, inputRight: input.reverbRight, outputLeft: outputLeft, outputRight: outputRight, frames: frames)
-        }
-        if mask & 2 != 0 && chorus != nil {
-            chorus!.effect.process(inputLeft: input.chorusLeft, inputRight: input.chorusRight, outputLeft: outputLeft, outputRight: outputRight, frames: frames)
-        }
-        if mask & 4 != 0 && delay != nil {
-            delay!.effect.process(inputLeft: input.delayLeft, inputRight: input.delayRight, outputLeft: outputLeft, outputRight: outputRight, frames: frames)
-        }
+    /// Stems: runs this object's effects on `input`'s sends on exactly the
+    /// frames `shared`'s ran on in its last `process` (which recorded them:
+    /// `recordsActivity`), at full return, and adds their returns to the
+    /// outputs. Effects are linear in their input: when each stem's effects
+    /// follow the shared ones (same presets, same changes), their returns
+    /// add up to the shared return, modulation included. An effect this
+    /// object lacks is not run (a stem that never sends to it). Returns
+    /// the effects that ran (bit 0 the reverb, 1 the chorus, 2 the delay).
+    public func follow(_ shared: SendEffects, _ input: SendBus, outputLeft: UnsafeMutablePointer<Float>,
+                       outputRight: UnsafeMutablePointer<Float>, frames: Int) -> Int {
+        let a = UnsafePointer(shared.activityBuffer.pointer), n = shared.maxFrames
+        var ran = 0
+        if reverb != nil && shared.reverb != nil
+            && reverb!.follow(a, input.reverbLeft, input.reverbRight, outputLeft, outputRight, frames: frames) { ran |= 1 }
+        if chorus != nil && shared.chorus != nil
+            && chorus!.follow(a + n, input.chorusLeft, input.chorusRight, outputLeft, outputRight, frames: frames) { ran |= 2 }
+        if delay != nil && shared.delay != nil
+            && delay!.follow(a + 2 * n, input.delayLeft, input.delayRight, outputLeft, outputRight, frames: frames) { ran |= 4 }
+        return ran
     }
 
     /// Sets the tempo tempo-synced effects (the delay) follow, now.
@@ -480,20 +508,6 @@ public final class SendEffects {
         } else {
             for i in 0..<frames { destination[i] += source[i] }
         }
-    }
-
-    /// Counts silent input frames; true while the effect may still sound
-    /// (input within the last `tail` frames).
-    @inline(__always)
-    static func stillRinging(_ idle: inout Int, _ l: UnsafeMutablePointer<Float>, _ r: UnsafeMutablePointer<Float>, _ frames: Int, tail: Int) -> Bool {
-        var silent = true
-        for i in 0..<frames where l[i] != 0 || r[i] != 0 { silent = false; break }
-        if silent {
-            if idle < Int.max - frames { idle += frames }
-        } else {
-            idle = 0
-        }
-        return idle < tail
     }
 }
 

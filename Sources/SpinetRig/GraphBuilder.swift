@@ -224,9 +224,12 @@ public enum GraphBuilder {
         let ports = maxChannel / 16 + 1
         var options = settings.soundFont
         let (synth, synthChannels) = try Self.synth(settings, ports: ports)
-        if settings.stems {
-            return try stems(settings, fonts: fonts, schedule: schedule, sampleRate: sampleRate, partitions: partitions,
-                             inputCapacity: inputCapacity, ports: ports, synth: synth, synthChannels: synthChannels)
+        let bankSelectsSynth = schedule.events.contains { e in
+            guard case .message(.controlChange(_, MIDIController.bankSelectMSB, let value)) = e.kind else { return false }
+            return OscillatorSynth.bankSelectsSpinetPresets(msb: value)
+        }
+        if settings.stems && bankSelectsSynth {
+            throw RigError("--stems cannot yet follow a channel that Bank Select \(OscillatorSynth.spinetPresetBank) moves to Spinet's synth, as this file does; render it without --stems, or give such channels to the synth with --channel N=synth")
         }
         // Split by what the notes cost in this font: its layers, releases and
         // sample lengths. (The model is gone before FluidSynth loads the font.)
@@ -293,12 +296,16 @@ public enum GraphBuilder {
         for (channel, split) in splits.sorted(by: { $0.key < $1.key }) {
             engine.route(channel: channel, takingTurns: split.units, fixedKeys: split.fixedKeys)
         }
+        if settings.stems {
+            let stemChannels = try addStems(settings, to: engine, units: units, schedule: schedule, ports: ports,
+                                            synthChannels: synthChannels, plays: plays)
+            let queue = engine.addInput(capacity: inputCapacity)
+            return EngineGraph(settings: built, engine: engine, soundFonts: units, soundFontSlot: nil, synth: synth,
+                               synthInEngine: stemChannels.contains { synthChannels.contains($0) }, synthChannels: synthChannels,
+                               inputs: [queue], stemChannels: stemChannels)
+        }
         // The synth joins only if something can play it: a silent unit would
         // still be rendered, mixed and given its wavetables (1.5 MB) each render.
-        let bankSelectsSynth = schedule.events.contains { e in
-            guard case .message(.controlChange(_, MIDIController.bankSelectMSB, let value)) = e.kind else { return false }
-            return OscillatorSynth.bankSelectsSpinetPresets(msb: value)
-        }
         let synthInEngine = !synthChannels.isEmpty || bankSelectsSynth
         if synthInEngine {
             let synthIndex = engine.add(synth)
@@ -310,119 +317,90 @@ public enum GraphBuilder {
                            synthInEngine: synthInEngine, synthChannels: synthChannels, inputs: [queue])
     }
 
-    /// The offline graph with stems: each channel that plays notes and is
-    /// heard (not muted, soloed if any are) gets units of its own, so each
-    /// unit's output (dry sound and sends) belongs to one stem: a SoundFont
-    /// channel one SoundFont player (or, when the plain partition would
-    /// split it over `partitions` players, as many, its keys taking turns
-    /// the same way), a synth channel its own oscillator synth. The other
-    /// channels (no notes, or muted) are routed to the first SoundFont stem's
-    /// player, where they make no sound. The split depends only on the file,
-    /// so the output is the same on any number of threads.
+    /// Stems for the offline graph: one per channel that plays notes and is
+    /// heard (not muted, soloed if any are), in channel order. A SoundFont
+    /// channel's stem is its own output of the players `engine` already has
+    /// (FluidSynth's per-channel outputs: every player the channel's notes
+    /// reach), so the mix is the one a render without stems makes; a synth
+    /// channel gets an oscillator synth of its own (one synth for all would
+    /// mix them). Each stem runs only the send effects its channel sends to
+    /// (`effectsSent`). Returns the stems' channels.
     ///
     /// FluidSynth's own effects run on its internal mix, which no stem has:
-    /// the caller refuses them with stems. A file that moves channels to the
-    /// synth by Bank Select 126 is refused (one synth per channel cannot
-    /// follow such moves yet).
-    static func stems(_ settings: GraphSettings, fonts: [String], schedule: MIDISchedule, sampleRate: Double,
-                      partitions: Int, inputCapacity: Int, ports: Int, synth: OscillatorSynth,
-                      synthChannels: Set<Int>) throws(RigError) -> EngineGraph {
+    /// the caller refuses them with stems.
+    static func addStems(_ settings: GraphSettings, to engine: Engine, units: [SoundFontUnit], schedule: MIDISchedule, ports: Int,
+                         synthChannels: Set<Int>, plays: [Bool]) throws(RigError) -> [Int] {
+        guard !settings.soundFont.fluidEffects else {
+            throw RigError("--stems takes each channel from FluidSynth's outputs, which its own effects mix into one: use --effects spinet")
+        }
         let channelCount = ports * 16
-        let bankSelectsSynth = schedule.events.contains { e in
-            guard case .message(.controlChange(_, MIDIController.bankSelectMSB, let value)) = e.kind else { return false }
-            return OscillatorSynth.bankSelectsSpinetPresets(msb: value)
-        }
-        if bankSelectsSynth {
-            throw RigError("--stems cannot yet follow a channel that Bank Select \(OscillatorSynth.spinetPresetBank) moves to Spinet's synth, as this file does; render it without --stems, or give such channels to the synth with --channel N=synth")
-        }
-        let plays = ChannelPartition.playing(schedule, channels: channelCount)
         let muted = Set(settings.engine.mutedChannels), solo = Set(settings.engine.soloChannels)
         let stemChannels = (0..<channelCount).filter { plays[$0] && !muted.contains($0) && (solo.isEmpty || solo.contains($0)) }
-        // Which channels the plain partition would split, and how.
-        let models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
-        let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
-            models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
+        let ownSynths = stemChannels.filter { synthChannels.contains($0) }.count
+        guard units.count + ownSynths <= 64 else {
+            throw RigError("--stems: this file plays notes on \(ownSynths) channels given to the synth; with stems each needs a synth of its own, and an engine holds at most \(64 - units.count) here: give fewer channels to the synth")
         }
-        let exclusiveKeys: ChannelPartition.ExclusiveKeys = { bank, program, drum in
-            models.flatMap { $0.exclusiveKeys(bank: bank, program: program, drum: drum) }
-        }
-        let balancedPortions: [ChannelPartition.Portion] = ChannelPartition.portions(schedule, channels: channelCount, parts: partitions,
-                                           noteCost: models.isEmpty ? nil : noteCost,
-                                           exclusiveKeys: models.count == fonts.count ? exclusiveKeys : nil).flatMap { $0 }
-
-        var lanes = balancedPortions
-        func count() -> Int {
-            stemChannels.reduce(0) { n, c in n + (synthChannels.contains(c) ? 1 : max(1, lanes.filter { $0.channel == c }.count)) }
-        }
-        // an engine holds at most 64 units: no channel is split beyond that
-        if count() > 64 { lanes = [] }
-        guard count() <= 64 else {
-            throw RigError("--stems: this file plays notes on \(stemChannels.count) channels; Spinet renders stems for at most 64")
-        }
-        let unitCount = count()
-        let players = stemChannels.reduce(0) { n, c in n + (synthChannels.contains(c) ? 0 : max(1, lanes.filter { $0.channel == c }.count)) }
-        try checkVoiceMemory(settings.soundFont.polyphony, players: players,
-                             why: players == stemChannels.count ? "one per stem" : "for \(stemChannels.count) stems, a busy one split",
-                             renders: settings.concurrentRenders)
-        var config = settings.engine
-        config.ports = ports
-        config.offlineRenderThreads = min(settings.renderThreads, max(1, unitCount))
-        let engine = Engine(configuration: config)
-        var units: [SoundFontUnit] = []
-        var stemUnits: [[Int]] = []
-        var synths: [OscillatorSynth] = []
-        var options = settings.soundFont
+        // the players were the engine's first units, in order
+        let unitIndexes = Array(units.indices)
+        var stems: [[StemPart]] = []
+        var effects: [StemEffects] = []
         for c in stemChannels {
             if synthChannels.contains(c) {
                 let (own, _) = try Self.synth(settings, ports: ports)
                 let index = engine.add(own)
                 engine.route(channel: c, to: index)
-                synths.append(own)
-                stemUnits.append([index])
+                stems.append([StemPart(unit: index)])
+                effects.append(.all)
                 continue
             }
-            options.soundingChannels = [c]
-            options.programs = Set(schedule.events.compactMap { e -> Int? in
-                guard case .message(.programChange(let ch, let program)) = e.kind, Int(ch) == c else { return nil }
-                return Int(program)
+            stems.append(zip(units, unitIndexes).compactMap { unit, index in
+                unit.part(forChannel: c).map { StemPart(unit: index, part: $0) }
             })
-            let shares = lanes.filter { $0.channel == c }
-            var indexes: [Int] = []
-            var fixed: [Int] = []
-            for share in shares.count > 1 ? shares : [ChannelPartition.Portion(channel: c)] {
-                do {
-                    let unit = try SoundFontUnit(fonts: fonts, sampleRate: sampleRate, channels: channelCount, options: options)
-                    units.append(unit)
-                    let index = engine.add(unit)
-                    if case .home(let keys) = share.share {
-                        indexes.insert(index, at: 0)
-                        fixed = keys
-                    } else {
-                        indexes.append(index)
-                    }
-                } catch {
-                    throw RigError(error.description)
+            effects.append(effectsSent(schedule, channel: c))
+        }
+        // synth channels without a stem make no sound
+        for c in synthChannels where !stemChannels.contains(c) { engine.route(channel: c, to: nil) }
+        engine.setStems(stems, effects: effects)
+        return stemChannels
+    }
+
+    /// The send effects channel `channel`'s sound may reach in a SoundFont
+    /// player: those whose send level (CC 91, 93, 94; General MIDI's 40, 0,
+    /// 0 at the start and after a reset) is above 0 at or after the
+    /// channel's first note, or still ramping down there (a change takes
+    /// `SoundFontUnit.sendRampFrames`, from FluidSynth's block boundary).
+    public static func effectsSent(_ schedule: MIDISchedule, channel: Int) -> StemEffects {
+        let controllers = [MIDIController.reverbSend, MIDIController.chorusSend, MIDIController.delaySend]
+        let defaults: [UInt8] = [40, 0, 0]
+        let margin = Int64(SoundFontUnit.sendRampFrames) + 2 * SoundFontUnit.grid
+        var level = defaults
+        var ringsUntil = defaults.map { $0 > 0 ? Int64.max : Int64.min }
+        var firstNote: Int64?
+        var sent: StemEffects = []
+        func set(_ k: Int, _ value: UInt8, at frame: Int64) {
+            if level[k] > 0 && value == 0 { ringsUntil[k] = frame + margin }
+            if value > 0 { ringsUntil[k] = .max }
+            level[k] = value
+            if firstNote != nil && value > 0 { sent.insert(StemEffects(rawValue: 1 << k)) }
+        }
+        for e in schedule.events {
+            switch e.kind {
+            case .message(.controlChange(let c, let n, let v)) where Int(c) == channel:
+                if let k = controllers.firstIndex(of: n) { set(k, v, at: e.frame) }
+            case .message(.systemReset):
+                for k in 0..<3 { set(k, defaults[k], at: e.frame) }
+            case .sysEx(let index):
+                if schedule.sysEx[index].withUnsafeBufferPointer({ SysExKind($0)?.isGMSystemOrGSReset == true }) {
+                    for k in 0..<3 { set(k, defaults[k], at: e.frame) }
                 }
+            case .message(let m) where firstNote == nil && m.isNoteOn && m.channel.map(Int.init) == channel:
+                firstNote = e.frame
+                for k in 0..<3 where level[k] > 0 || ringsUntil[k] >= e.frame { sent.insert(StemEffects(rawValue: 1 << k)) }
+            default:
+                break
             }
-            if indexes.count > 1 {
-                engine.route(channel: c, takingTurns: indexes, fixedKeys: fixed)
-            } else {
-                engine.route(channel: c, to: indexes[0])
-            }
-            stemUnits.append(indexes)
         }
-        // Channels without a stem make no sound; they go to the first SoundFont player.
-        let stemSet = Set(stemChannels)
-        let firstSoundFont = stemChannels.firstIndex { !synthChannels.contains($0) }.map { stemUnits[$0][0] }
-        for c in 0..<channelCount where !stemSet.contains(c) {
-            engine.route(channel: c, to: synthChannels.contains(c) ? nil : firstSoundFont)
-        }
-        engine.setStems(stemUnits)
-        var built = settings
-        built.engine = config
-        let queue = engine.addInput(capacity: inputCapacity)
-        return EngineGraph(settings: built, engine: engine, soundFonts: units, soundFontSlot: nil, synth: synth,
-                           synthInEngine: !synths.isEmpty, synthChannels: synthChannels, inputs: [queue], stemChannels: stemChannels)
+        return sent
     }
 
     /// Refuses, before any player exists, a polyphony whose voices would

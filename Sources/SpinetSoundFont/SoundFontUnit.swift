@@ -80,7 +80,7 @@ public struct SoundFontOptions: Sendable {
 /// no more events than the backlog has room for (`eventRoom`), so offline
 /// nothing is lost; live, a full backlog drops what comes, except releases,
 /// which have a reserve of their own.
-public final class SoundFontUnit: InstrumentUnit {
+public final class SoundFontUnit: PartedUnit {
     public let name = "soundfont"
     public let fonts: [String]
     /// What of each font can sound (fonts the checker could read).
@@ -120,7 +120,7 @@ public final class SoundFontUnit: InstrumentUnit {
     private var sendStep: UnsafeMutablePointer<Float>
     private var sendRampLeft: UnsafeMutablePointer<Int>
     /// About 5 ms at 48 kHz: no zipper noise on CC 91/93/94 changes.
-    static let sendRampFrames = 256
+    public static let sendRampFrames = 256
     private var voices = 0
     /// What FluidSynth says while this unit works on the render path.
     private let renderLog = RealtimeLog(slots: 64)
@@ -476,6 +476,29 @@ public final class SoundFontUnit: InstrumentUnit {
     /// with `fluidEffects`, and silent sends). With a backlog, renders block
     /// by block and hands the backlog over at each block's start.
     public func render(_ output: UnitOutput, frames: Int) {
+        render(output, parts: nil, partOffset: 0, frames: frames)
+    }
+
+    // MARK: PartedUnit: FluidSynth's outputs one by one (stems)
+
+    /// One part per FluidSynth output (`outputGroups`; one with its own effects).
+    public var partCount: Int { groups }
+
+    /// The output a channel named in `SoundFontOptions.soundingChannels`
+    /// owns; nil for any other channel (or with FluidSynth's own effects).
+    public func part(forChannel channel: Int) -> Int? {
+        guard !fluidEffects, channel >= 0, channel < channels else { return nil }
+        let g = channel % groups
+        return ownerFixed[g] && groupOwner[g] == channel ? g : nil
+    }
+
+    /// `render(_:frames:)`, also writing each FluidSynth output's dry sound
+    /// and sends to its part (silence with FluidSynth's own effects).
+    public func render(_ output: UnitOutput, parts: UnsafePointer<UnitOutput>, partOffset: Int, frames: Int) {
+        render(output, parts: Optional(parts), partOffset: partOffset, frames: frames)
+    }
+
+    private func render(_ output: UnitOutput, parts: UnsafePointer<UnitOutput>?, partOffset: Int, frames: Int) {
         guard frames > 0 else { return }
         let previousLog = FluidLog.enterRender(renderLog)
         defer { FluidLog.leaveRender(previousLog) }
@@ -487,8 +510,9 @@ public final class SoundFontUnit: InstrumentUnit {
             if fluidEffects || channelBuffers == nil {
                 renderMix(left: o.left, right: o.right, frames: n)
                 o.silenceSends(frames: n)
+                if let parts { for g in 0..<groups { parts[g].advanced(by: partOffset + done).silence(frames: n) } }
             } else {
-                renderGroups(o, frames: n)
+                renderGroups(o, parts: parts, partOffset: partOffset + done, frames: n)
             }
             rendered(n)
             done += n
@@ -515,7 +539,10 @@ public final class SoundFontUnit: InstrumentUnit {
         position += Int64(n)
     }
 
-    private func renderGroups(_ output: UnitOutput, frames: Int) {
+    /// The groups' sum into `output`; with `parts`, each group also into
+    /// its part (from `partOffset`), and the sum is the sum of the parts
+    /// to the bit: each send product is the same float either way.
+    private func renderGroups(_ output: UnitOutput, parts: UnsafePointer<UnitOutput>?, partOffset: Int, frames: Int) {
         guard let buffers = channelBuffers, let pointers = outPointers else { return }
         let stride = maxFrames
         for g in 0..<groups where groupActive[g] {
@@ -525,17 +552,42 @@ public final class SoundFontUnit: InstrumentUnit {
         fluid_synth_process(synth, Int32(frames), 0, nil, Int32(2 * groups), pointers)
         voices = Int(fluid_synth_get_active_voice_count(synth))
         output.silence(frames: frames)
-        for g in 0..<groups where groupActive[g] {
+        for g in 0..<groups {
+            let part = parts.map { $0[g].advanced(by: partOffset) }
+            guard groupActive[g] else {
+                part?.silence(frames: frames)
+                continue
+            }
             let l = buffers + 2 * g * stride, r = buffers + (2 * g + 1) * stride
             for i in 0..<frames {
                 output.left[i] += l[i]
                 output.right[i] += r[i]
             }
             let owner = 3 * groupOwner[g]
-            mixSend(3 * g, owner, l, r, into: output.reverbLeft, output.reverbRight, frames: frames)
-            mixSend(3 * g + 1, owner + 1, l, r, into: output.chorusLeft, output.chorusRight, frames: frames)
-            mixSend(3 * g + 2, owner + 2, l, r, into: output.delayLeft, output.delayRight, frames: frames)
+            guard let part else {
+                mixSend(3 * g, owner, l, r, into: output.reverbLeft, output.reverbRight, frames: frames)
+                mixSend(3 * g + 1, owner + 1, l, r, into: output.chorusLeft, output.chorusRight, frames: frames)
+                mixSend(3 * g + 2, owner + 2, l, r, into: output.delayLeft, output.delayRight, frames: frames)
+                continue
+            }
+            part.left.update(from: l, count: frames)
+            part.right.update(from: r, count: frames)
+            part.silenceSends(frames: frames)
+            mixSend(3 * g, owner, l, r, into: part.reverbLeft, part.reverbRight, frames: frames)
+            mixSend(3 * g + 1, owner + 1, l, r, into: part.chorusLeft, part.chorusRight, frames: frames)
+            mixSend(3 * g + 2, owner + 2, l, r, into: part.delayLeft, part.delayRight, frames: frames)
+            Self.add(part.reverbLeft, into: output.reverbLeft, frames)
+            Self.add(part.reverbRight, into: output.reverbRight, frames)
+            Self.add(part.chorusLeft, into: output.chorusLeft, frames)
+            Self.add(part.chorusRight, into: output.chorusRight, frames)
+            Self.add(part.delayLeft, into: output.delayLeft, frames)
+            Self.add(part.delayRight, into: output.delayRight, frames)
         }
+    }
+
+    @inline(__always)
+    private static func add(_ source: UnsafeMutablePointer<Float>, into destination: UnsafeMutablePointer<Float>, _ frames: Int) {
+        for i in 0..<frames { destination[i] += source[i] }
     }
 
     /// Adds one group into one send. A new level for the owning channel

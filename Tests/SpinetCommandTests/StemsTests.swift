@@ -122,6 +122,23 @@ struct StemsTests {
         for (name, s) in stems { #expect(one.stems[name]?.samples == s.samples, "\(name)") }
     }
 
+    /// The stems come from the players a render without stems uses: the
+    /// mix is that render's, byte for byte, on one thread and two.
+    @Test func theMixOfAStemsRenderIsThePlainRender() throws {
+        let dir = try SpinetCommand.temporaryDirectory("stems-plain")
+        let input = try write(Self.song(), to: dir, "song.mid")
+        for threads in ["1", "2"] {
+            let plain = dir.appendingPathComponent("plain\(threads).wav").path, mix = dir.appendingPathComponent("mix\(threads).wav").path
+            let stems = dir.appendingPathComponent("stems\(threads)").path
+            let a = try SpinetCommand.run(["render", input, "-o", plain, "--threads", threads] + Self.common)
+            let b = try SpinetCommand.run(["render", input, "-o", mix, "--stems", stems, "--threads", threads] + Self.common)
+            #expect(a.status == 0 && b.status == 0, "\(a.stderr)\(b.stderr)")
+            let plainBytes = try Data(contentsOf: URL(fileURLWithPath: plain)), mixBytes = try Data(contentsOf: URL(fileURLWithPath: mix))
+            #expect(plainBytes.count > 100_000)
+            #expect(plainBytes == mixBytes)
+        }
+    }
+
     @Test func sixteenBitStemsDifferFromTheMixOnlyByTheDither() throws {
         let dir = try SpinetCommand.temporaryDirectory("stems-16")
         let input = try write(Self.song(), to: dir, "song.mid")

@@ -12,6 +12,9 @@ import SpinetTestTraits
 /// of order or into the wrong buffers shows in the output.
 final class RingingUnit: InstrumentUnit {
     let name = "ringing"
+    /// Sends to the reverb and delay (false: no sends at all).
+    let sends: Bool
+    init(sends: Bool = true) { self.sends = sends }
     private var phase: Double = 0
     private var increment: Double = 0
     private var amplitude: Float = 0
@@ -36,6 +39,10 @@ final class RingingUnit: InstrumentUnit {
     }
     func render(_ output: UnitOutput, frames: Int) {
         render(left: output.left, right: output.right, frames: frames)
+        guard sends else {
+            output.silenceSends(frames: frames)
+            return
+        }
         for i in 0..<frames {
             output.reverbLeft[i] = 0.5 * output.left[i]
             output.reverbRight[i] = 0.5 * output.right[i]

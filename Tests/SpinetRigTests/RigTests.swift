@@ -61,9 +61,11 @@ struct GraphBuilderTests {
         #expect(withSynth.engine.unitIndex(forChannel: 0) == withSynth.engine.units.count - 1)
     }
 
-    /// Stems: each heard channel that plays notes gets units of its own (a
-    /// synth channel its own synth); muted and note-less channels get no stem.
-    @Test func theStemsGraphGivesEachHeardChannelItsOwnUnits() throws {
+    /// Stems: each heard channel that plays notes gets a stem: a SoundFont
+    /// channel its own output of the players a render without stems has (no
+    /// player of its own), a synth channel its own synth; muted and
+    /// note-less channels get no stem.
+    @Test func theStemsGraphTakesEachHeardChannelFromThePlainGraphsPlayers() throws {
         var writer = MIDIFileWriter(ticksPerQuarter: 480)
         var events: [(tick: Int64, event: TrackEvent.Kind)] = []
         for ch: UInt8 in [0, 1, 3, 9] {
@@ -74,20 +76,119 @@ struct GraphBuilderTests {
         writer.addTrack(events)
         let notes = try MIDIFile(bytes: writer.bytes()).schedule(sampleRate: 48000)
         var settings = GraphSettings()
-        settings.stems = true
         settings.channelAssignments = ["2=synth"]
         settings.engine.mutedChannels = [3]
+        settings.soundFont.fluidEffects = false
+        let plain = try GraphBuilder.offline(settings, fonts: [bundledFont], schedule: notes, sampleRate: 48000, partitions: 2)
+        settings.stems = true
         let graph = try GraphBuilder.offline(settings, fonts: [bundledFont], schedule: notes, sampleRate: 48000, partitions: 2)
         #expect(graph.stemChannels == [0, 1, 9])
         #expect(graph.engine.stemCount == 3)
-        let stems = graph.engine.stemUnits
+        // the same players as without stems
+        #expect(graph.soundFonts.count == plain.soundFonts.count)
+        #expect(graph.engine.units.filter { $0 is SoundFontUnit }.count == plain.soundFonts.count)
+        let stems = graph.engine.stemParts
         #expect(Set(stems.flatMap { $0 }).count == stems.flatMap { $0 }.count)
-        for (channel, units) in zip(graph.stemChannels, stems) {
-            #expect(!units.isEmpty)
-            #expect(units.contains(graph.engine.unitIndex(forChannel: channel)!))
+        // a channel split between the players (key turns) has a part in each
+        for (channel, parts) in zip(graph.stemChannels, stems) where channel != 1 {
+            #expect(parts.first?.unit == graph.engine.unitIndex(forChannel: channel))
+            for part in parts {
+                let unit = try #require(graph.engine.units[part.unit] as? SoundFontUnit)
+                #expect(part.part == unit.part(forChannel: channel) && part.part != nil)
+            }
         }
-        #expect(graph.engine.units[stems[1][0]] is OscillatorSynth)
-        #expect(graph.engine.units[stems[0][0]] is SoundFontUnit)
+        #expect(stems[1].count == 1 && stems[1][0].part == nil)
+        #expect(graph.engine.units[stems[1][0].unit] is OscillatorSynth)
+    }
+
+    /// A stem runs only the send effects its channel sends to: the reverb
+    /// by default (General MIDI's 40), the chorus and delay once asked.
+    @Test func aStemRunsOnlyTheEffectsItsChannelSendsTo() throws {
+        var writer = MIDIFileWriter(ticksPerQuarter: 480)
+        var events: [(tick: Int64, event: TrackEvent.Kind)] = []
+        func cc(_ t: Int64, _ ch: UInt8, _ n: UInt8, _ v: UInt8) { events.append((t, .message(.controlChange(channel: ch, controller: n, value: v)))) }
+        for ch: UInt8 in [0, 1, 2, 3, 4] {
+            events.append((10, .message(.noteOn(channel: ch, key: 60, velocity: 100))))
+            events.append((480, .message(.noteOff(channel: ch, key: 60, velocity: 0))))
+        }
+        cc(0, 1, 91, 0)                     // channel 2: no reverb, nothing else
+        cc(0, 0, 91, 0); cc(0, 0, 91, 64)   // channel 1: the reverb
+        cc(0, 2, 91, 0); cc(0, 2, 93, 40)   // channel 3: chorus only
+        cc(0, 3, 91, 0); cc(960, 3, 94, 1)  // channel 4: the delay, after its note
+        cc(0, 4, 93, 90); cc(5, 4, 93, 0)   // channel 5: a chorus send ending just before the note
+        writer.addTrack(events)
+        let notes = try MIDIFile(bytes: writer.bytes()).schedule(sampleRate: 48000)
+        #expect(GraphBuilder.effectsSent(notes, channel: 0) == [.reverb])
+        #expect(GraphBuilder.effectsSent(notes, channel: 1) == [])
+        #expect(GraphBuilder.effectsSent(notes, channel: 2) == [.chorus])
+        #expect(GraphBuilder.effectsSent(notes, channel: 3) == [.delay])
+        // the send was still ramping down at the note (frame ~1000)
+        #expect(GraphBuilder.effectsSent(notes, channel: 4) == [.reverb, .chorus])
+        var settings = GraphSettings()
+        settings.stems = true
+        settings.soundFont.fluidEffects = false
+        settings.engine.reverb = .hall
+        settings.engine.chorus = .wide
+        settings.engine.delay = .eighth
+        let graph = try GraphBuilder.offline(settings, fonts: [bundledFont], schedule: notes, sampleRate: 48000, partitions: 1)
+        graph.engine.prepare(sampleRate: 48000, maxFrames: 256)
+        #expect(graph.engine.stemEffects(1) == [])
+        #expect(graph.engine.stemEffects(2) == [.chorus])
+        #expect(graph.engine.stemEffects(0) == [.reverb])
+    }
+
+    /// Stems from the players' per-channel outputs: the render path still
+    /// allocates nothing and takes no lock.
+    @Test(.realtimeProbe, .enabled(if: RealtimeProbe.isActive, "the allocation probe is not active in this process"))
+    func renderingStemsFromThePlayersPartsIsRealtimeSafe() throws {
+        var writer = MIDIFileWriter(ticksPerQuarter: 480)
+        var events: [(tick: Int64, event: TrackEvent.Kind)] = []
+        for ch: UInt8 in [0, 1, 9] {
+            events.append((0, .message(.controlChange(channel: ch, controller: 93, value: 50))))
+            events.append((0, .message(.noteOn(channel: ch, key: 60, velocity: 100))))
+            events.append((480, .message(.noteOff(channel: ch, key: 60, velocity: 0))))
+        }
+        writer.addTrack(events)
+        let notes = try MIDIFile(bytes: writer.bytes()).schedule(sampleRate: 48000)
+        var settings = GraphSettings()
+        settings.stems = true
+        settings.soundFont.fluidEffects = false
+        settings.engine.reverb = .hall
+        settings.engine.chorus = .wide
+        let graph = try GraphBuilder.offline(settings, fonts: [bundledFont], schedule: notes, sampleRate: 48000, partitions: 2)
+        let engine = graph.engine
+        #expect(engine.stemParts.allSatisfy { $0.allSatisfy { $0.part != nil } })
+        let n = 256
+        engine.prepare(sampleRate: 48000, maxFrames: n)
+        let count = engine.stemCount
+        let buffers = UnsafeMutablePointer<Float>.allocate(capacity: (2 + 2 * count) * n)
+        buffers.initialize(repeating: 0, count: (2 + 2 * count) * n)
+        let pointers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: 2 * count)
+        for i in 0..<(2 * count) { (pointers + i).initialize(to: buffers + (2 + i) * n) }
+        defer { buffers.deallocate(); pointers.deallocate() }
+        var frame: Int64 = 0
+        func pushNotes() {
+            for ch: UInt8 in [0, 1, 9] {
+                graph.inputs[0].push(EngineEvent(frame: frame + 7, .noteOn(channel: ch, key: UInt8(50 + frame / Int64(n) % 20), velocity: 100)))
+            }
+        }
+        let stems = UnsafePointer(pointers)
+        for _ in 0..<8 {
+            pushNotes()
+            engine.render(frames: n, left: buffers, right: buffers + n, stems: stems)
+            frame += Int64(n)
+        }
+        var allocations = 0, locks = 0
+        for _ in 0..<40 {
+            pushNotes()
+            let counts = RealtimeProbe.count { engine.render(frames: n, left: buffers, right: buffers + n, stems: stems) }
+            frame += Int64(n)
+            allocations += counts.allocations
+            locks += counts.locks
+        }
+        #expect(allocations == 0)
+        #expect(locks == 0)
+        #expect((0..<count).allSatisfy { s in (0..<n).contains { pointers[2 * s][$0] != 0 } })
     }
 
     @Test func theStemsGraphRefusesBankSelectMovesToTheSynth() throws {
