@@ -170,6 +170,10 @@ public final class OscillatorSynth: InstrumentUnit {
     var keyVoice: FixedBuffer<Int32>
     /// Interleaved left/right lane sums for one block.
     var mixBuffer: FixedBuffer<Lanes>
+    /// Per group, its control block under way (see `ControlBlock`).
+    var controlBlocks: FixedBuffer<ControlBlock>
+    /// Some group may have a control block under way (cleared by `endControlBlocks`).
+    var blocksUnderWay = false
     /// One control block of oscillator output, between the two sample loops.
     let oscillatorScratch: FixedBuffer<Lanes>
     /// One control block of panned lane outputs (interleaved left/right),
@@ -224,6 +228,7 @@ public final class OscillatorSynth: InstrumentUnit {
         voices = FixedBuffer()
         groups = FixedBuffer()
         groupLanes = FixedBuffer()
+        controlBlocks = FixedBuffer()
         keyVoice = FixedBuffer()
         channelDefaults = FixedBuffer()
         mixBuffer = FixedBuffer()
@@ -292,6 +297,8 @@ public final class OscillatorSynth: InstrumentUnit {
         voices = FixedBuffer(repeating: Voice(), count: slotCount)
         groups = FixedBuffer(repeating: VoiceGroup(), count: groupCount)
         groupLanes = FixedBuffer(repeating: 0, count: groupCount)
+        controlBlocks = FixedBuffer(repeating: ControlBlock(), count: groupCount)
+        blocksUnderWay = false
         self.channels = FixedBuffer(repeating: ChannelState(), count: channelCount)
         keyVoice = FixedBuffer(repeating: -1, count: channelCount * 128)
         let presets = channelPresets, defaultPatch = self.defaultPatch
@@ -322,6 +329,7 @@ public final class OscillatorSynth: InstrumentUnit {
     /// Render thread only. Applies a MIDI message at the current frame.
     public func receive(_ message: MIDIMessage) {
         guard prepared else { return }
+        endControlBlocks()
         switch message {
         case .noteOn(let c, let key, let velocity):
             guard Int(c) < channelCount else { return }
@@ -362,8 +370,9 @@ public final class OscillatorSynth: InstrumentUnit {
     /// Render thread only. GM System On, GM2 System On and the GS reset act
     /// like System Reset; other SysEx is ignored.
     public func receiveSysEx(_ message: UnsafeBufferPointer<UInt8>) {
-        guard prepared else { return }
-        if SysExKind(message)?.isGMOrGSReset == true { resetAllChannels() }
+        guard prepared, SysExKind(message)?.isGMOrGSReset == true else { return }
+        endControlBlocks()
+        resetAllChannels()
     }
 
     /// Render thread only. Writes `frames` frames (any count, including 0 and

@@ -1,12 +1,19 @@
 // The voice renderer: one group of voices (one per SIMD lane) at a time.
 //
-// Each render call is cut into control blocks of up to 16 samples, starting
-// afresh at the call's first frame, so events (which fall between calls)
-// are never moved to a grid. At the end of every block the renderer
-// computes the modulation (envelopes, LFO, glide, bends, smoothed
-// controllers) and from it each ramped value's end point; the samples in
-// between ramp linearly: oscillator increments, filter coefficients and the
-// output weights (envelope x gain).
+// A group renders in control blocks of 16 samples. At the start of every
+// block the renderer computes the modulation (envelopes, LFO, glide, bends,
+// smoothed controllers) for the block's end and from it each ramped value's
+// end point; the samples in between ramp linearly: oscillator increments,
+// filter coefficients and the output weights (envelope x gain).
+//
+// A block is planned for its 16 samples whatever the render call: it
+// carries on across calls (the plan is kept per group in a `ControlBlock`),
+// so the output does not depend on how the frames are cut into calls (a
+// host's block size, an engine's slices). An event is what ends blocks
+// early: before a message changes what the plans assumed, every block under
+// way ends where the samples are (`endControlBlocks`), its control state
+// moved on by the samples rendered, its ramps kept where they got to; the
+// next block starts on the event's frame, so events are never moved to a grid.
 //
 // The samples of a block go through two loops: the oscillators write their
 // mix to a 16-sample scratch buffer, then the filter and the output stage
@@ -30,29 +37,98 @@ extension OscillatorSynth {
     /// left/right lane sums, `2 * maxFrames` apart; see `sendsTouched`).
     func renderGroup(_ gi: Int, frames: Int, into mix: UnsafeMutablePointer<Lanes>, sends: UnsafeMutablePointer<Lanes>?) {
         let g = groups.pointer + gi
-        let tables = self.tables
-        let channels = UnsafePointer(self.channels.pointer)
+        let block = controlBlocks.pointer + gi
+        let table = tables.storage
         let scratch = oscillatorScratch.pointer
         var done = 0
         while done < frames {
-            let n = frames - done < Self.controlBlock ? frames - done : Self.controlBlock
-            let modulation = Self.advanceControls(g, channels: channels, smoothing: smoothing[n], frames: n)
-            var oscillators = Self.planOscillators(g, tables: tables, semitones: modulation.semitones, frames: n)
-            var filter = Self.planFilter(g, tables: tables, lfo: modulation.lfo, frames: n)
-            oscillators.render(table: tables.storage, into: scratch, frames: n)
-            // Send levels only move while sends are rendered and some lane has one.
-            if let sends, g.pointee.sendsLive {
-                renderFilterWithSends(g, filter: &filter, input: scratch, offset: done, frames: n,
-                                      mix: mix, sends: sends, blockFrames: frames)
+            if block.pointee.done == block.pointee.planned {
+                planBlock(g, block, sends: sends != nil)
+            }
+            let left = block.pointee.planned - block.pointee.done
+            let n = frames - done < left ? frames - done : left
+            block.pointee.oscillators.render(table: table, into: scratch, frames: n)
+            if let sends, block.pointee.feedsSends {
+                renderFilterWithSends(block, input: scratch, offset: done, frames: n, mix: mix, sends: sends, blockFrames: frames)
             } else {
-                filter.render(input: scratch, output: mix + 2 * done, frames: n)
+                block.pointee.filter.render(input: scratch, output: mix + 2 * done, frames: n)
             }
-            Self.finishBlock(g, oscillators: oscillators, filter: filter)
+            block.pointee.done += n
             done += n
-            if any(filter.ampReached .| filter.filterReached) {
-                endSegments(g, group: gi, amp: filter.ampReached, filter: filter.filterReached)
-                if groupLanes[gi] == 0 { break }
+            if block.pointee.done == block.pointee.planned {
+                Self.finishBlock(g, oscillators: block.pointee.oscillators, filter: block.pointee.filter)
+                let amp = block.pointee.filter.ampReached, filter = block.pointee.filter.filterReached
+                if any(amp .| filter) {
+                    endSegments(g, group: gi, amp: amp, filter: filter)
+                    if groupLanes[gi] == 0 { break }
+                }
             }
+        }
+    }
+
+    /// Plans group `g`'s next control block (a full one): moves its controls
+    /// on to the block's end, keeping what they were for an early end, and
+    /// the ramps from here to there.
+    @inline(__always)
+    func planBlock(_ g: UnsafeMutablePointer<VoiceGroup>, _ block: UnsafeMutablePointer<ControlBlock>, sends: Bool) {
+        let n = Self.controlBlock
+        block.pointee.before = ControlState(g.pointee)
+        let modulation = Self.advanceControls(g, channels: UnsafePointer(channels.pointer), smoothing: smoothing[n], frames: n)
+        block.pointee.oscillators = Self.planOscillators(g, tables: tables, semitones: modulation.semitones, frames: n)
+        block.pointee.filter = Self.planFilter(g, tables: tables, lfo: modulation.lfo, frames: n)
+        // Send levels only move while sends are rendered and some lane has one.
+        if sends && g.pointee.sendsLive {
+            Self.planSends(g, block, smoothing: smoothing[n], frames: n)
+        } else {
+            block.pointee.sendsMoved = false
+            block.pointee.feedsSends = false
+        }
+        block.pointee.planned = n
+        block.pointee.done = 0
+        blocksUnderWay = true
+    }
+
+    /// Render thread only. Ends every control block under way at the
+    /// current frame, before an event changes what they were planned from:
+    /// each group's controls (smoothed values, LFO, glide, envelopes) move on
+    /// by the samples the block rendered, from where they were when it was
+    /// planned, and its ramped values (increments, filter, output weights,
+    /// send levels) stay where the samples left them. The next block starts here.
+    func endControlBlocks() {
+        guard blocksUnderWay else { return }
+        blocksUnderWay = false
+        let channels = UnsafePointer(self.channels.pointer)
+        for gi in 0..<groupCount where controlBlocks[gi].done < controlBlocks[gi].planned {
+            let g = groups.pointer + gi, block = controlBlocks.pointer + gi
+            let k = block.pointee.done, planned = block.pointee.planned
+            block.pointee.done = planned
+            block.pointee.before.restore(into: g)
+            let modulation = Self.advanceControls(g, channels: channels, smoothing: smoothing[k], frames: k)
+            g.pointee.lastModulation = modulation.semitones
+            let amp = g.pointee.amp.advance(Float(k))
+            let filter = g.pointee.filterEnvelope.advance(Float(k))
+            g.pointee.fresh = Lanes()
+            let share = Lanes(repeating: Float(k) / Float(planned))
+            let oscillators = block.pointee.oscillators, ramps = block.pointee.filter
+            g.pointee.incrementValue1 = oscillators.from1 + (oscillators.to1 - oscillators.from1) * share
+            g.pointee.incrementValue2 = oscillators.from2 + (oscillators.to2 - oscillators.from2) * share
+            Self.finishBlock(g, oscillators: oscillators, filter: ramps)
+            g.pointee.increment1 = oscillators.increment1
+            g.pointee.increment2 = oscillators.increment2
+            g.pointee.filterM11 = ramps.m11
+            g.pointee.filterM12 = ramps.m12
+            g.pointee.filterM21 = ramps.m21
+            g.pointee.filterM22 = ramps.m22
+            g.pointee.weightLeft = ramps.left
+            g.pointee.weightRight = ramps.right
+            if block.pointee.sendsMoved {
+                let kF = Lanes(repeating: Float(k))
+                g.pointee.reverbSend = block.pointee.reverbFrom + block.pointee.reverbStep * kF
+                g.pointee.chorusSend = block.pointee.chorusFrom + block.pointee.chorusStep * kF
+                g.pointee.delaySend = block.pointee.delayFrom + block.pointee.delayStep * kF
+                g.pointee.sendsLive = true
+            }
+            if any(amp .| filter) { endSegments(g, group: gi, amp: amp, filter: filter) }
         }
     }
 
@@ -129,7 +205,8 @@ extension OscillatorSynth {
             pulseTable2: base2.replacing(with: silent, where: !pulse2.nonzeroMask()),
             pulseOffset1: pulse1, pulseOffset2: pulse2,
             mix1: g.pointee.mix1, mix2: mix2,
-            usePulse1: any(pulse1.nonzeroMask()), useOscillator2: any(mix2 .!= 0), usePulse2: any(pulse2.nonzeroMask()))
+            usePulse1: any(pulse1.nonzeroMask()), useOscillator2: any(mix2 .!= 0), usePulse2: any(pulse2.nonzeroMask()),
+            from1: start1, from2: start2, to1: end1, to2: end2)
     }
 
     /// Both envelopes, the cutoff they and the controls make, the filter
@@ -183,41 +260,60 @@ extension OscillatorSynth {
         g.pointee.filterState2 = s2.replacing(with: 0, where: s2.absolute .< 1e-20)
     }
 
-    /// The filter and output stage of one control block (frames `offset`
-    /// ..< `offset + frames` of the render block) with the effect sends: the
-    /// send levels move one block on, and each send some sounding lane feeds
-    /// gets its lanes' panned output times the level, ramped.
+    /// The send ramps of a block about to be planned (sends rendered, some
+    /// level or target not 0): the levels move one block on, and the block
+    /// feeds each send some sounding lane has a level for.
     @inline(never)
-    func renderFilterWithSends(_ g: UnsafeMutablePointer<VoiceGroup>, filter: inout FilterBlock, input: UnsafePointer<Lanes>,
-                               offset done: Int, frames n: Int, mix: UnsafeMutablePointer<Lanes>,
-                               sends: UnsafeMutablePointer<Lanes>, blockFrames: Int) {
+    static func planSends(_ g: UnsafeMutablePointer<VoiceGroup>, _ block: UnsafeMutablePointer<ControlBlock>,
+                          smoothing: Float, frames n: Int) {
         let reverbFrom = g.pointee.reverbSend, chorusFrom = g.pointee.chorusSend, delayFrom = g.pointee.delaySend
-        Self.advanceSends(g, smoothing: smoothing[n])
+        advanceSends(g, smoothing: smoothing)
         let reverbTo = g.pointee.reverbSend, chorusTo = g.pointee.chorusSend, delayTo = g.pointee.delaySend
         // Lanes that sound in this block (free and finished lanes have zero weights).
+        let filter = block.pointee.filter
         let audible = (filter.left .!= 0) .| (filter.right .!= 0) .| (g.pointee.weightLeft .!= 0) .| (g.pointee.weightRight .!= 0)
         let reverb = any(audible .& ((reverbFrom .!= 0) .| (reverbTo .!= 0)))
         let chorus = any(audible .& ((chorusFrom .!= 0) .| (chorusTo .!= 0)))
         let delay = any(audible .& ((delayFrom .!= 0) .| (delayTo .!= 0)))
-        guard reverb || chorus || delay else {
-            filter.render(input: input, output: mix + 2 * done, frames: n)
-            return
-        }
+        let inverseN = Lanes(repeating: 1 / Float(n))
+        block.pointee.sendsMoved = true
+        block.pointee.feedsSends = reverb || chorus || delay
+        block.pointee.feedsReverb = reverb
+        block.pointee.feedsChorus = chorus
+        block.pointee.feedsDelay = delay
+        block.pointee.reverbFrom = reverbFrom
+        block.pointee.chorusFrom = chorusFrom
+        block.pointee.delayFrom = delayFrom
+        block.pointee.reverbLevel = reverbFrom
+        block.pointee.chorusLevel = chorusFrom
+        block.pointee.delayLevel = delayFrom
+        block.pointee.reverbStep = (reverbTo - reverbFrom) * inverseN
+        block.pointee.chorusStep = (chorusTo - chorusFrom) * inverseN
+        block.pointee.delayStep = (delayTo - delayFrom) * inverseN
+    }
+
+    /// The filter and output stage of frames `offset ..< offset + frames`
+    /// of the render block, part of one control block that feeds some send:
+    /// each send it feeds gets its lanes' panned output times the level, ramped.
+    @inline(never)
+    func renderFilterWithSends(_ block: UnsafeMutablePointer<ControlBlock>, input: UnsafePointer<Lanes>,
+                               offset done: Int, frames n: Int, mix: UnsafeMutablePointer<Lanes>,
+                               sends: UnsafeMutablePointer<Lanes>, blockFrames: Int) {
         let stash = sendStash.pointer
-        filter.render(input: input, output: mix + 2 * done, stash: stash, frames: n)
+        block.pointee.filter.render(input: input, output: mix + 2 * done, stash: stash, frames: n)
         let stride = 2 * maxFrames
-        let inverseN = 1 / Float(n)
-        if reverb {
+        if block.pointee.feedsReverb {
             claimSend(0, base: sends, frames: blockFrames)
-            Self.addSend(stash, from: reverbFrom, step: (reverbTo - reverbFrom) * inverseN, into: sends + 2 * done, frames: n)
+            Self.addSend(stash, level: &block.pointee.reverbLevel, step: block.pointee.reverbStep, into: sends + 2 * done, frames: n)
         }
-        if chorus {
+        if block.pointee.feedsChorus {
             claimSend(1, base: sends, frames: blockFrames)
-            Self.addSend(stash, from: chorusFrom, step: (chorusTo - chorusFrom) * inverseN, into: sends + stride + 2 * done, frames: n)
+            Self.addSend(stash, level: &block.pointee.chorusLevel, step: block.pointee.chorusStep, into: sends + stride + 2 * done, frames: n)
         }
-        if delay {
+        if block.pointee.feedsDelay {
             claimSend(2, base: sends, frames: blockFrames)
-            Self.addSend(stash, from: delayFrom, step: (delayTo - delayFrom) * inverseN, into: sends + 2 * stride + 2 * done, frames: n)
+            Self.addSend(stash, level: &block.pointee.delayLevel, step: block.pointee.delayStep,
+                         into: sends + 2 * stride + 2 * done, frames: n)
         }
     }
 
@@ -251,16 +347,18 @@ extension OscillatorSynth {
     }
 
     /// Render thread. Adds one send: the stashed panned lane outputs times
-    /// the send level, ramped linearly like the output weights.
+    /// the send level, ramped linearly like the output weights (`ramp` is
+    /// left where the last frame put it).
     @inline(never)
-    static func addSend(_ stash: UnsafePointer<Lanes>, from start: Lanes, step: Lanes,
+    static func addSend(_ stash: UnsafePointer<Lanes>, level ramp: inout Lanes, step: Lanes,
                         into output: UnsafeMutablePointer<Lanes>, frames: Int) {
-        var level = start
+        var level = ramp
         for i in 0..<frames {
             level += step
             output[2 * i] += stash[2 * i] * level
             output[2 * i + 1] += stash[2 * i + 1] * level
         }
+        ramp = level
     }
 
     /// One step of a one-pole smoother, landing exactly on the target once
@@ -276,25 +374,30 @@ extension OscillatorSynth {
 /// oscillators (a pulse is two reads of the saw table a pulse width apart)
 /// mixed into a scratch buffer.
 struct OscillatorBlock {
-    var phase1: LaneBits
-    var phase2: LaneBits
-    var increment1: LaneBits
-    var increment2: LaneBits
-    let step1: LaneBits
-    let step2: LaneBits
-    let end1: LaneBits
-    let end2: LaneBits
-    let table1: LaneInts
-    let table2: LaneInts
-    let pulseTable1: LaneInts
-    let pulseTable2: LaneInts
-    let pulseOffset1: LaneBits
-    let pulseOffset2: LaneBits
-    let mix1: Lanes
-    let mix2: Lanes
-    let usePulse1: Bool
-    let useOscillator2: Bool
-    let usePulse2: Bool
+    var phase1 = LaneBits()
+    var phase2 = LaneBits()
+    var increment1 = LaneBits()
+    var increment2 = LaneBits()
+    var step1 = LaneBits()
+    var step2 = LaneBits()
+    var end1 = LaneBits()
+    var end2 = LaneBits()
+    var table1 = LaneInts()
+    var table2 = LaneInts()
+    var pulseTable1 = LaneInts()
+    var pulseTable2 = LaneInts()
+    var pulseOffset1 = LaneBits()
+    var pulseOffset2 = LaneBits()
+    var mix1 = Lanes()
+    var mix2 = Lanes()
+    var usePulse1 = false
+    var useOscillator2 = false
+    var usePulse2 = false
+    /// The increments' ramp as floats, for a block that ends early.
+    var from1 = Lanes()
+    var from2 = Lanes()
+    var to1 = Lanes()
+    var to2 = Lanes()
 
     /// Render thread. Writes `frames` frames of the oscillator mix to `scratch`.
     @inline(never)
@@ -309,6 +412,7 @@ struct OscillatorBlock {
             scratch[i] = o1 * mix1
         }
         self.phase1 = phase1
+        self.increment1 = increment1
         guard useOscillator2 else { return }
         var phase2 = phase2, increment2 = increment2
         for i in 0..<frames {
@@ -319,6 +423,7 @@ struct OscillatorBlock {
             scratch[i] += o2 * mix2
         }
         self.phase2 = phase2
+        self.increment2 = increment2
     }
 }
 
@@ -341,24 +446,24 @@ struct OscillatorBlock {
 /// the four lanes in one SSE register per value; inlined into the large
 /// render function it split them into two-lane halves (twice the work).
 struct FilterBlock {
-    var state1: Lanes
-    var state2: Lanes
-    var m11: Lanes
-    var m12: Lanes
-    var m21: Lanes
-    var m22: Lanes
-    let m11Step: Lanes
-    let m12Step: Lanes
-    let m21Step: Lanes
-    let m22Step: Lanes
+    var state1 = Lanes()
+    var state2 = Lanes()
+    var m11 = Lanes()
+    var m12 = Lanes()
+    var m21 = Lanes()
+    var m22 = Lanes()
+    var m11Step = Lanes()
+    var m12Step = Lanes()
+    var m21Step = Lanes()
+    var m22Step = Lanes()
     /// Output weights, halved (the low-pass output is (s2 + s2')/2).
-    var left: Lanes
-    var right: Lanes
-    let leftStep: Lanes
-    let rightStep: Lanes
+    var left = Lanes()
+    var right = Lanes()
+    var leftStep = Lanes()
+    var rightStep = Lanes()
     /// Lanes whose envelope segment ended at this block's end.
-    let ampReached: LaneMask
-    let filterReached: LaneMask
+    var ampReached = LaneMask(false, false, false, false)
+    var filterReached = LaneMask(false, false, false, false)
 
     /// Render thread. Adds `frames` frames into the interleaved left/right lane sums.
     @inline(never)
@@ -406,6 +511,12 @@ struct FilterBlock {
         }
         state1 = s1
         state2 = s2
+        self.m11 = m11
+        self.m12 = m12
+        self.m21 = m21
+        self.m22 = m22
+        self.left = left
+        self.right = right
     }
 
     /// The matrix entries for filter coefficient g = tan(π·fc/fs) and damping k = 1/Q.
@@ -415,5 +526,80 @@ struct FilterBlock {
         let a2 = g * a1
         let a3 = g * a2
         return (a1 + a1 - 1, -(a2 + a2), a2 + a2, 1 - (a3 + a3))
+    }
+}
+
+/// One voice group's control block under way: planned for
+/// `OscillatorSynth.controlBlock` frames, `done` of them rendered. It
+/// carries on across render calls, so the plan does not depend on how the
+/// frames are cut into calls; `OscillatorSynth.endControlBlocks` ends it
+/// early at an event. `done == planned`: none under way.
+struct ControlBlock {
+    var planned = 0
+    var done = 0
+    /// The oscillators and the filter as far as rendered (their ramps' values and steps).
+    var oscillators = OscillatorBlock()
+    var filter = FilterBlock()
+    /// The controls the plan moved on to the block's end, as they were
+    /// before it, for an early end to move them on by `done` instead.
+    var before = ControlState()
+    /// The send levels moved a block on with the plan (`sendsMoved`), and
+    /// which sends the block feeds: each ramp's start, step and value so far.
+    var sendsMoved = false
+    var feedsSends = false
+    var feedsReverb = false
+    var feedsChorus = false
+    var feedsDelay = false
+    var reverbFrom = Lanes()
+    var chorusFrom = Lanes()
+    var delayFrom = Lanes()
+    var reverbStep = Lanes()
+    var chorusStep = Lanes()
+    var delayStep = Lanes()
+    var reverbLevel = Lanes()
+    var chorusLevel = Lanes()
+    var delayLevel = Lanes()
+}
+
+/// What planning a control block moves on to the block's end in a voice
+/// group, besides the ramped values: the smoothed controls, the LFO, the
+/// glide, both envelopes and which lanes start fresh.
+struct ControlState {
+    var brightness = Lanes()
+    var vibratoAmount = Lanes()
+    var gainLeft = Lanes()
+    var gainRight = Lanes()
+    var lfoPhase = Lanes()
+    var glide = Lanes()
+    var fresh = Lanes()
+    var amp = EnvelopeLanes()
+    var filterEnvelope = EnvelopeLanes()
+
+    init() {}
+
+    @inline(__always)
+    init(_ g: VoiceGroup) {
+        brightness = g.brightness
+        vibratoAmount = g.vibratoAmount
+        gainLeft = g.gainLeft
+        gainRight = g.gainRight
+        lfoPhase = g.lfoPhase
+        glide = g.glide
+        fresh = g.fresh
+        amp = g.amp
+        filterEnvelope = g.filterEnvelope
+    }
+
+    @inline(__always)
+    func restore(into g: UnsafeMutablePointer<VoiceGroup>) {
+        g.pointee.brightness = brightness
+        g.pointee.vibratoAmount = vibratoAmount
+        g.pointee.gainLeft = gainLeft
+        g.pointee.gainRight = gainRight
+        g.pointee.lfoPhase = lfoPhase
+        g.pointee.glide = glide
+        g.pointee.fresh = fresh
+        g.pointee.amp = amp
+        g.pointee.filterEnvelope = filterEnvelope
     }
 }

@@ -30,7 +30,7 @@ func renderWithSends(_ synth: OscillatorSynth, frames: Int, events: [(frame: Int
                 synth.receive(sorted[next].message)
                 next += 1
             }
-            var end = min(frames, position + block)
+            var end = min(frames, (position / block + 1) * block)
             if next < sorted.count { end = min(end, sorted[next].frame) }
             synth.render(output.advanced(by: position), frames: end - position)
             position = end

@@ -20,7 +20,8 @@ func makeSynth(_ presets: [Preset]? = nil, sampleRate: Double = 48_000, polyphon
 }
 
 /// Renders `frames` frames, applying each event at its exact frame (the way
-/// the engine slices a block), in render calls of at most `block` frames.
+/// the engine slices a block), in render calls of at most `block` frames:
+/// a host's blocks of `block` frames from frame 0, cut at the events.
 func render(_ synth: OscillatorSynth, frames: Int, events: [(frame: Int, message: MIDIMessage)] = [], block: Int = 256) -> Rendered {
     var left = [Float](repeating: .nan, count: frames)
     var right = [Float](repeating: .nan, count: frames)
@@ -34,7 +35,7 @@ func render(_ synth: OscillatorSynth, frames: Int, events: [(frame: Int, message
                     synth.receive(sorted[next].message)
                     next += 1
                 }
-                var end = min(frames, position + block)
+                var end = min(frames, (position / block + 1) * block)
                 if next < sorted.count { end = min(end, sorted[next].frame) }
                 synth.render(left: l.baseAddress! + position, right: r.baseAddress! + position, frames: end - position)
                 position = end
