@@ -32,7 +32,7 @@ public struct GraphSettings: Sendable {
     public var channelAssignments: [String] = []
     public var configChannelCount = 0
     public var configLabel = ""
-    /// Offline: render threads for one file (at most one per channel group).
+    /// Offline: render threads for one file (at most one per partition).
     public var renderThreads = 1
     /// Offline: renders running at once in this process (a batch's
     /// `--jobs`), each with as many players as this one: the voice memory
@@ -68,10 +68,13 @@ public final class EngineGraph: @unchecked Sendable {
     public let stemChannels: [Int]
     /// The input queues, one per producer thread, in the order asked for.
     public let inputs: [EventQueue]
+    /// Offline: how the file's channels were split (nil live and with stems).
+    public let plan: RenderPlan?
 
     init(settings: GraphSettings, engine: Engine, soundFonts: [SoundFontUnit], soundFontSlot: SwappableInstrument?, synth: OscillatorSynth,
-         synthInEngine: Bool, synthChannels: Set<Int>, inputs: [EventQueue], stemChannels: [Int] = []) {
+         synthInEngine: Bool, synthChannels: Set<Int>, inputs: [EventQueue], stemChannels: [Int] = [], plan: RenderPlan? = nil) {
         self.stemChannels = stemChannels
+        self.plan = plan
         self.settings = settings
         self.engine = engine
         self.soundFonts = soundFonts
@@ -118,48 +121,58 @@ public enum GraphBuilder {
                            synthInEngine: true, synthChannels: synthChannels, inputs: inputs)
     }
 
-    /// The offline graph for one MIDI file (`spinet render`): the channels
-    /// split into `partitions` groups, each with its own SoundFont player
-    /// loading only what the group plays, so that the output has the same
-    /// bytes on any number of render threads; a channel that is most of the
-    /// work shares its keys between the groups. The synth joins only if
-    /// something can play it. One input queue of `inputCapacity`.
-    public static func offline(_ settings: GraphSettings, fonts: [String], schedule: MIDISchedule, sampleRate: Double,
-                               partitions: Int, inputCapacity: Int = 16384) throws(RigError) -> EngineGraph {
+    /// The ports a file's channels need (16 channels each).
+    public static func ports(_ schedule: MIDISchedule) -> Int {
         var maxChannel = 0
         for e in schedule.events {
             if case .message(let m) = e.kind, let c = m.channel { maxChannel = max(maxChannel, Int(c)) }
         }
-        let ports = maxChannel / 16 + 1
+        return maxChannel / 16 + 1
+    }
+
+    /// How `spinet render` splits `schedule` (see `RenderPlan`), priced by
+    /// what its notes cost in `fonts`: their layers, releases and sample
+    /// lengths (the model is gone before FluidSynth loads a font). Every
+    /// loaded font's exclusive classes keep their keys together: a preset
+    /// may come from any of them. `partitions`: a forced count (nil: the
+    /// music decides); `polyphony` caps the count so that the players'
+    /// voices fit `VoiceMemory.budget`.
+    public static func plan(fonts: [String], schedule: MIDISchedule, partitions: Int? = nil, polyphony: Int = 256) -> RenderPlan {
+        let models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
+        let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
+            models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
+        }
+        let exclusiveKeys: ChannelPartition.ExclusiveKeys = { bank, program, drum in
+            models.flatMap { $0.exclusiveKeys(bank: bank, program: program, drum: drum) }
+        }
+        return RenderPlan(schedule, channels: ports(schedule) * 16, noteCost: models.isEmpty ? nil : noteCost,
+                          exclusiveKeys: models.count == fonts.count ? exclusiveKeys : nil,
+                          partitions: partitions, limit: VoiceMemory.mostPlayers(polyphony: polyphony))
+    }
+
+    /// The offline graph for one MIDI file (`spinet render`): the channels
+    /// split as `plan` says (see `RenderPlan`: how many partitions the
+    /// music needs, or `partitions`), each partition with its own SoundFont
+    /// player loading only what it plays, so that the output has the same
+    /// bytes on any number of render threads; a channel that is most of the
+    /// work shares its keys between the partitions. The synth joins only if
+    /// something can play it. One input queue of `inputCapacity`.
+    public static func offline(_ settings: GraphSettings, fonts: [String], schedule: MIDISchedule, sampleRate: Double,
+                               partitions: Int? = nil, inputCapacity: Int = 16384) throws(RigError) -> EngineGraph {
+        let ports = ports(schedule)
         var options = settings.soundFont
         let (synth, synthChannels) = try Self.synth(settings, ports: ports)
+        let plan = plan(fonts: fonts, schedule: schedule, partitions: partitions, polyphony: options.polyphony)
         if settings.stems {
-            return try stems(settings, fonts: fonts, schedule: schedule, sampleRate: sampleRate, partitions: partitions,
+            return try stems(settings, fonts: fonts, schedule: schedule, sampleRate: sampleRate, partitions: plan.partitions,
                              inputCapacity: inputCapacity, ports: ports, synth: synth, synthChannels: synthChannels)
         }
-        // Split by what the notes cost in this font: its layers, releases and
-        // sample lengths. (The model is gone before FluidSynth loads the font.)
-        // A channel that is most of the work (a busy drum track) is split:
-        // each key's notes take turns between the synthesizers.
-        let balanced: [[ChannelPartition.Portion]] = {
-            let models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
-            let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
-                models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
-            }
-            // every loaded font's classes: a preset may come from any of them
-            let exclusiveKeys: ChannelPartition.ExclusiveKeys = { bank, program, drum in
-                models.flatMap { $0.exclusiveKeys(bank: bank, program: program, drum: drum) }
-            }
-            return ChannelPartition.portions(schedule, channels: ports * 16, parts: partitions,
-                                          noteCost: models.isEmpty ? nil : noteCost,
-                                          exclusiveKeys: models.count == fonts.count ? exclusiveKeys : nil)
-        }()
-        var laneGroups = balanced
+        var laneGroups = plan.groups
             .map { $0.filter { !synthChannels.contains($0.channel) } }.filter { !$0.isEmpty }
         if laneGroups.isEmpty { laneGroups = [[]] }   // the SoundFont player stays for Bank Select switches back
         let groups = laneGroups.map { lanes in lanes.map(\.channel) }
         let plays = ChannelPartition.playing(schedule, channels: ports * 16)
-        try checkVoiceMemory(options.polyphony, players: groups.count, why: "one per channel group",
+        try checkVoiceMemory(options.polyphony, players: groups.count, why: "one per partition",
                              renders: settings.concurrentRenders)
         var units: [SoundFontUnit] = []
         do {
@@ -216,7 +229,7 @@ public enum GraphBuilder {
         }
         let queue = engine.addInput(capacity: inputCapacity)
         return EngineGraph(settings: built, engine: engine, soundFonts: units, soundFontSlot: nil, synth: synth,
-                           synthInEngine: synthInEngine, synthChannels: synthChannels, inputs: [queue])
+                           synthInEngine: synthInEngine, synthChannels: synthChannels, inputs: [queue], plan: plan)
     }
 
     /// The offline graph with stems: each channel that plays notes and is

@@ -50,7 +50,7 @@ extension Render {
         }
         // Every file rendered at once preallocates its players' voices: the
         // budget is for them all. Checked here for the one player every
-        // render has at least; each file's own count (two channel groups,
+        // render has at least; each file's own count (one per partition,
         // one per stem) is checked as it starts, with the same total.
         settings.concurrentFiles = min(jobCount, max(inputs.count, 1))
         try orFailure { try GraphBuilder.checkVoiceMemory(settings.polyphony, players: 1, why: "at least one per file",
@@ -334,7 +334,8 @@ struct BatchJob: Sendable {
                             stems: r.stems.map { stems!.directory + "/" + $0 })
                 display.fileDone(slot: slot, estimate: estimates[i])
                 if !settings.quiet {
-                    display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i], loudness: r.loudness) + r.note)
+                    display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i], loudness: r.loudness,
+                                                                 split: r.split) + r.note)
                 }
             } catch let f as Failure where f.status > 128 {   // stopped by a signal
                 batch.interrupted()
