@@ -138,16 +138,32 @@ public enum GraphBuilder {
     /// music decides); `polyphony` caps the count so that the players'
     /// voices fit `VoiceMemory.budget`.
     public static func plan(fonts: [String], schedule: MIDISchedule, partitions: Int? = nil, polyphony: Int = 256) -> RenderPlan {
-        let models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
-        let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
-            models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
+        NotePricing(fonts: fonts).plan(schedule, partitions: partitions, polyphony: polyphony)
+    }
+
+    /// What notes cost in a stack of SoundFonts, read once for the plans
+    /// of many files (a batch's order).
+    public struct NotePricing {
+        let fontCount: Int
+        let models: [VoiceCostModel]
+        public init(fonts: [String]) {
+            fontCount = fonts.count
+            models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
         }
-        let exclusiveKeys: ChannelPartition.ExclusiveKeys = { bank, program, drum in
-            models.flatMap { $0.exclusiveKeys(bank: bank, program: program, drum: drum) }
+
+        /// `GraphBuilder.plan` of `schedule`.
+        public func plan(_ schedule: MIDISchedule, partitions: Int? = nil, polyphony: Int = 256) -> RenderPlan {
+            let models = self.models
+            let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
+                models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
+            }
+            let exclusiveKeys: ChannelPartition.ExclusiveKeys = { bank, program, drum in
+                models.flatMap { $0.exclusiveKeys(bank: bank, program: program, drum: drum) }
+            }
+            return RenderPlan(schedule, channels: GraphBuilder.ports(schedule) * 16, noteCost: models.isEmpty ? nil : noteCost,
+                              exclusiveKeys: models.count == fontCount ? exclusiveKeys : nil,
+                              partitions: partitions, limit: VoiceMemory.mostPlayers(polyphony: polyphony))
         }
-        return RenderPlan(schedule, channels: ports(schedule) * 16, noteCost: models.isEmpty ? nil : noteCost,
-                          exclusiveKeys: models.count == fonts.count ? exclusiveKeys : nil,
-                          partitions: partitions, limit: VoiceMemory.mostPlayers(polyphony: polyphony))
     }
 
     /// The offline graph for one MIDI file (`spinet render`): the channels

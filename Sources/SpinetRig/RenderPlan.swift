@@ -50,6 +50,15 @@ public struct RenderPlan: Sendable, Equatable {
     /// Voices sounding on average over the file, by the estimate.
     public var averageVoices: Double { musicFrames > 0 ? Double(totalWork) / Double(musicFrames) : 0 }
 
+    /// A plan made of its parts (`RenderPlan(groups: [[]], work: [0], ...)`:
+    /// a file that cannot be read, which a batch starts last).
+    public init(groups: [[ChannelPartition.Portion]], work: [Int64], musicFrames: Int64, sampleRate: Int) {
+        self.groups = groups
+        self.work = work
+        self.musicFrames = musicFrames
+        self.sampleRate = sampleRate
+    }
+
     /// The plan for `schedule` over `channels` channels: `partitions` when
     /// given (a test, a forced split), else `partitionCount` of its
     /// estimated work, at most `limit`. Every channel heavier than half a
@@ -120,13 +129,36 @@ public struct RenderPlan: Sendable, Equatable {
         return c > 0 ? model.serialCost * Double(musicFrames) / c : 0
     }
 
-    /// The speedup `plans` allow as a batch on `cores` cores, against
-    /// rendering them one after another on one thread: the files taken
-    /// longest (most work) first, one thread each, each by the first free core.
+    /// The order a batch renders `plans` in: the most estimated work
+    /// first (ties: in the order given), so that no long file starts last.
+    public static func batchOrder(_ plans: [RenderPlan], _ model: CostModel = .measured) -> [Int] {
+        plans.indices.sorted { (plans[$0].cpu(model), $1) > (plans[$1].cpu(model), $0) }
+    }
+
+    /// The render threads a batch of `jobs` jobs gives the file it starts
+    /// when `remaining` files (this one included) are left to start: one
+    /// while there are enough files for every job, and once fewer files
+    /// remain than jobs, the jobs shared among them, so that the cores of
+    /// jobs that find no file left work on the last files (at most one
+    /// thread per partition is used).
+    public static func batchThreads(jobs: Int, remaining: Int) -> Int {
+        Swift.max(1, jobs / Swift.max(remaining, 1))
+    }
+
+    /// The speedup `plans` allow as a batch on `cores` cores (jobs),
+    /// against rendering them one after another on one thread: the files
+    /// taken in `batchOrder`, each by the first free job, with
+    /// `batchThreads` threads (each file's time is its `wall` on them; the
+    /// model lets a file's extra threads run on cores other files still
+    /// hold, which makes it a little optimistic).
     public static func batchSpeedup(_ plans: [RenderPlan], cores: Int, _ model: CostModel = .measured) -> Double {
         let one = plans.map { $0.wall(threads: 1, model) }
-        let order = plans.indices.sorted { (plans[$0].cpu(model), $1) > (plans[$1].cpu(model), $0) }
-        let end = listSchedule(order.map { one[$0] }, threads: cores)
+        var free = [Double](repeating: 0, count: Swift.max(1, cores))
+        for (n, i) in batchOrder(plans, model).enumerated() {
+            let j = free.indices.min { free[$0] < free[$1] }!
+            free[j] += plans[i].wall(threads: batchThreads(jobs: cores, remaining: plans.count - n), model)
+        }
+        let end = free.max()!
         return end > 0 ? one.reduce(0, +) / end : 1
     }
 

@@ -46,7 +46,7 @@ extension Bench {
         let label = "batch (\(files.count) files)".padded(to: 32)
         print(label + formatted(" %6.0fs %7.1f %6ld %6.1f%%", music, voices, parts, 100 * serial)
               + Self.planCores.map { formatted(" %5.2fx", RenderPlan.batchSpeedup(plans, cores: $0, model)) }.joined()
-              + "  (files longest first, one thread each)")
+              + "  (most work first; the last files take the jobs no file is left for)")
         let speedups = plans.map { $0.speedup(cores: 16, model) }.sorted()
         if !speedups.isEmpty {
             print(formatted("median file on 16 cores: %.2fx", speedups[speedups.count / 2]))

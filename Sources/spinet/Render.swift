@@ -25,9 +25,10 @@ struct Render: ParsableCommand {
         Batch mode: with several inputs, or with -o naming a directory (one that \
         exists, or any name ending in /), every input is rendered to \
         DIR/NAME.wav (the extension follows --format; without -o, beside its \
-        input). --jobs files render at once, each on one render thread unless \
-        --threads says otherwise, and each file's bytes are the same as a \
-        render of it alone. Existing outputs are refused before any work \
+        input). --jobs files render at once, the most work first, each on one \
+        render thread until fewer files are left than jobs (the last files then \
+        share the idle jobs' threads) unless --threads says otherwise, and each \
+        file's bytes are the same as a render of it alone. Existing outputs are refused before any work \
         unless --force. A file that fails is named and skipped, and the exit \
         status is 1 once the others are done. With --stems DIR, each input's \
         stems go to DIR/NAME/ (NAME: the input's name without its extension).
@@ -61,7 +62,7 @@ struct Render: ParsableCommand {
     @Option(help: "The most SoundFont voices sounding at once (per render thread).")
     var polyphony: Int = 256
 
-    @Option(help: "Render threads for one file (default: one per core; 1 in batch mode). A file uses at most one per partition: light files 1, dense ones up to \(RenderPlan.maxPartitions), as its music needs. The output is the same for any count.")
+    @Option(help: "Render threads for one file (default: one per core; in batch mode 1, and more for the last files when fewer are left than --jobs). A file uses at most one per partition: light files 1, dense ones up to \(RenderPlan.maxPartitions), as its music needs. The output is the same for any count.")
     var threads: Int?
 
     @Option(help: ArgumentHelp("Split each file into this many partitions instead of the number its music calls for (for benchmarks: the output changes with it).", visibility: .hidden))

@@ -85,4 +85,26 @@ struct RenderPlanTests {
         #expect(plan.speedup(cores: 2) > 1.5)
         #expect(plan.serialShare() > 0 && plan.serialShare() < 0.5)
     }
+
+    @Test func aBatchStartsTheMostWorkFirstAndSharesIdleJobsAmongTheLastFiles() {
+        #expect(RenderPlan.batchThreads(jobs: 16, remaining: 37) == 1)
+        #expect(RenderPlan.batchThreads(jobs: 16, remaining: 16) == 1)
+        #expect(RenderPlan.batchThreads(jobs: 16, remaining: 8) == 2)
+        #expect(RenderPlan.batchThreads(jobs: 16, remaining: 1) == 16)
+        #expect(RenderPlan.batchThreads(jobs: 1, remaining: 1) == 1)
+        func plan(_ voices: Int64, seconds: Int64, parts: Int = 1) -> RenderPlan {
+            RenderPlan(groups: Array(repeating: [], count: parts), work: Array(repeating: voices * seconds * 48000 / Int64(parts), count: parts),
+                       musicFrames: seconds * 48000, sampleRate: 48000)
+        }
+        // a dense short file before a light long one; equal work keeps the given order
+        let plans = [plan(2, seconds: 100), plan(40, seconds: 20, parts: 4), plan(2, seconds: 100), plan(1, seconds: 10)]
+        #expect(RenderPlan.batchOrder(plans) == [1, 0, 2, 3])
+        // the batch on more cores is never slower, and never more than the cores
+        var last = 1.0
+        for cores in [1, 2, 4, 8, 16, 32] {
+            let s = RenderPlan.batchSpeedup(plans, cores: cores)
+            #expect(s >= last - 1e-9 && s <= Double(cores) + 1e-9, "\(cores): \(s)")
+            last = s
+        }
+    }
 }
