@@ -12,8 +12,8 @@ public struct RenderPlan: Sendable, Equatable {
     /// Each partition gets at least this many voices sounding on average
     /// (the file's estimated work over its length). A partition costs a
     /// player's fixed work whether it plays or not (`CostModel.partitionCost`,
-    /// about a third of a voice): with 8 voices or more each, the partitions
-    /// add at most about 4 % to the CPU time of one, while a file of 60
+    /// estimated at a third of a voice): with 8 voices or more each, the
+    /// partitions would add about 4 % to the CPU time of one, while a file of 60
     /// voices on average still splits over 7 players.
     public static let voicesPerPartition = 8.0
     /// ...and at least this much work in all, in voice-seconds: a short
@@ -79,11 +79,13 @@ public struct RenderPlan: Sendable, Equatable {
     }
 
     /// What the CPU time of a render is made of, in voice-frames (one voice
-    /// sounding for one frame, FluidSynth's unit of work). A model, with
-    /// constants measured on a release build (FluidSynth 2.3.1, x86-64,
-    /// 48 kHz, Spinet's default effects): the render time of files of one
-    /// note (the fixed costs) and of dense files (a voice's), with 1, 2 and
-    /// 4 partitions on one thread.
+    /// sounding for one frame, FluidSynth's unit of work). A model whose
+    /// constants are estimates from a profile of FluidSynth 2.3.1 renders
+    /// (x86-64, 48 kHz, Spinet's default effects: the voices' DSP 69-88 %
+    /// of the time, the writer, limiter and a second player 0.5-1.6 ms per
+    /// second of audio), not yet fitted to measurements: `spinet bench
+    /// --plan --measure` prints how far its predictions are from this
+    /// machine's times.
     public struct CostModel: Sendable, Equatable {
         /// One partition's fixed work per frame: its player's block loop,
         /// its channels' mix into the engine's buses, its events.

@@ -20,7 +20,7 @@ extension Bench {
         let model = RenderPlan.CostModel.measured
         print("SoundFont: \(font)")
         print("Machine: \(Self.machine())")
-        print(formatted("Cost model (measured constants, in voices sounding): each partition %.2f, the serial stage (mix, effects, limiter, writer) %.2f;",
+        print(formatted("Cost model (estimated constants, in voices sounding): each partition %.2f, the serial stage (mix, effects, limiter, writer) %.2f;",
                         model.partitionCost, model.serialCost))
         print("speedups against one thread, the threads taking each block's tasks in order (the serial stage overlaps the next block's partitions).\n")
         let header = "file                              music  voices  parts  serial" + Self.planCores.map { "   \($0)".padded(to: 7) }.joined()
