@@ -121,7 +121,7 @@ let package = Package(
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetTestSupport",
             "SpinetRig",
         ]),
-        .target(name: "SpinetTestSupport", dependencies: ["SpinetEngine", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
+        .target(name: "SpinetTestSupport", dependencies: ["SpinetEngine", "SpinetMIDI", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
         // Swift Testing traits that say which tests a run leaves out (the
         // probe's under a sanitizer, the slow ones); apart from
         // SpinetTestSupport, which spinet-rtcheck links.

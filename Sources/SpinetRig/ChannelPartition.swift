@@ -180,7 +180,14 @@ public enum ChannelPartition {
     /// keeps every synthesizer busy, all through the song.
     public static func portions(_ schedule: MIDISchedule, channels: Int, parts: Int,
                                 noteCost: NoteCost? = nil, exclusiveKeys: ExclusiveKeys? = nil) -> [[Portion]] {
-        let keyLoad = estimatedKeyLoad(schedule, channels: channels, noteCost: noteCost)
+        portions(schedule, channels: channels, parts: parts,
+                 keyLoad: estimatedKeyLoad(schedule, channels: channels, noteCost: noteCost), exclusiveKeys: exclusiveKeys).groups
+    }
+
+    /// `portions` from the file's `estimatedKeyLoad`, with each group's
+    /// estimated work (the sum of its portions' shares, in frames).
+    public static func portions(_ schedule: MIDISchedule, channels: Int, parts: Int, keyLoad: [Int64],
+                                exclusiveKeys: ExclusiveKeys? = nil) -> (groups: [[Portion]], work: [Int64]) {
         let cost = channelSums(keyLoad, channels: channels)
         let plays = playing(schedule, channels: channels)
         let total = (0..<channels).filter { plays[$0] }.reduce(Int64(0)) { $0 + cost[$1] }
@@ -217,7 +224,7 @@ public enum ChannelPartition {
             load[g] += item.cost
         }
         groups[0] += (0..<channels).filter { !plays[$0] }.map { Portion(channel: $0) }
-        return groups.map { $0.sorted { ($0.channel, rank($0)) < ($1.channel, rank($1)) } }
+        return (groups.map { $0.sorted { ($0.channel, rank($0)) < ($1.channel, rank($1)) } }, load)
     }
 
     /// The keys of channel `c` that belong to an exclusive class of a

@@ -137,12 +137,15 @@ public final class EngineGraph: @unchecked Sendable {
     /// Stems mode: the global channel of each of the engine's stems, in
     /// stem order (empty without stems).
     public let stemChannels: [Int]
+    /// Offline: how the file's channels were split (nil live).
+    public let plan: RenderPlan?
     /// The input queues, one per producer thread, in the order asked for.
     public let inputs: [EventQueue]
 
     init(settings: GraphSettings, engine: Engine, soundFonts: [SoundFontUnit], soundFontSlot: SwappableInstrument?, synth: OscillatorSynth,
-         synthInEngine: Bool, synthChannels: Set<Int>, inputs: [EventQueue], stemChannels: [Int] = []) {
+         synthInEngine: Bool, synthChannels: Set<Int>, inputs: [EventQueue], stemChannels: [Int] = [], plan: RenderPlan? = nil) {
         self.stemChannels = stemChannels
+        self.plan = plan
         self.settings = settings
         self.engine = engine
         self.soundFonts = soundFonts
@@ -209,21 +212,64 @@ public enum GraphBuilder {
         }
     }
 
-    /// The offline graph for one MIDI file (`spinet render`): the channels
-    /// split into `partitions` groups, each with its own SoundFont player
-    /// loading only what the group plays, so that the output has the same
-    /// bytes on any number of render threads; a channel that is most of the
-    /// work shares its keys between the groups. The synth joins only if
-    /// something can play it. One input queue of `inputCapacity`.
-    public static func offline(_ settings: GraphSettings, fonts: [String], schedule: MIDISchedule, sampleRate: Double,
-                               partitions: Int, inputCapacity: Int = 16384) throws(RigError) -> EngineGraph {
+    /// The ports a file's channels need (16 channels each).
+    public static func ports(_ schedule: MIDISchedule) -> Int {
         var maxChannel = 0
         for e in schedule.events {
             if case .message(let m) = e.kind, let c = m.channel { maxChannel = max(maxChannel, Int(c)) }
         }
-        let ports = maxChannel / 16 + 1
+        return maxChannel / 16 + 1
+    }
+
+    /// How `spinet render` splits `schedule` (see `RenderPlan`), priced by
+    /// what its notes cost in `fonts`: their layers, releases and sample
+    /// lengths (the model is gone before FluidSynth loads a font). Every
+    /// loaded font's exclusive classes keep their keys together: a preset
+    /// may come from any of them. `partitions`: a forced count (nil: the
+    /// music decides); `polyphony` caps the count so that the players'
+    /// voices fit `VoiceMemory.budget`.
+    public static func plan(fonts: [String], schedule: MIDISchedule, partitions: Int? = nil, polyphony: Int = 256) -> RenderPlan {
+        NotePricing(fonts: fonts).plan(schedule, partitions: partitions, polyphony: polyphony)
+    }
+
+    /// What notes cost in a stack of SoundFonts, read once for the plans
+    /// of many files (a batch's order).
+    public struct NotePricing {
+        let fontCount: Int
+        let models: [VoiceCostModel]
+        public init(fonts: [String]) {
+            fontCount = fonts.count
+            models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
+        }
+
+        /// `GraphBuilder.plan` of `schedule`.
+        public func plan(_ schedule: MIDISchedule, partitions: Int? = nil, polyphony: Int = 256) -> RenderPlan {
+            let models = self.models
+            let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
+                models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
+            }
+            let exclusiveKeys: ChannelPartition.ExclusiveKeys = { bank, program, drum in
+                models.flatMap { $0.exclusiveKeys(bank: bank, program: program, drum: drum) }
+            }
+            return RenderPlan(schedule, channels: GraphBuilder.ports(schedule) * 16, noteCost: models.isEmpty ? nil : noteCost,
+                              exclusiveKeys: models.count == fontCount ? exclusiveKeys : nil,
+                              partitions: partitions, limit: VoiceMemory.mostPlayers(polyphony: polyphony))
+        }
+    }
+
+    /// The offline graph for one MIDI file (`spinet render`): the channels
+    /// split as `plan` says (see `RenderPlan`: how many partitions the
+    /// music needs, or `partitions`), each partition with its own SoundFont
+    /// player loading only what it plays, so that the output has the same
+    /// bytes on any number of render threads; a channel that is most of the
+    /// work shares its keys between the partitions. The synth joins only if
+    /// something can play it. One input queue of `inputCapacity`.
+    public static func offline(_ settings: GraphSettings, fonts: [String], schedule: MIDISchedule, sampleRate: Double,
+                               partitions: Int? = nil, inputCapacity: Int = 16384) throws(RigError) -> EngineGraph {
+        let ports = ports(schedule)
         var options = settings.soundFont
         let (synth, synthChannels) = try Self.synth(settings, ports: ports)
+        let plan = plan(fonts: fonts, schedule: schedule, partitions: partitions, polyphony: options.polyphony)
         let bankSelectsSynth = schedule.events.contains { e in
             guard case .message(.controlChange(_, MIDIController.bankSelectMSB, let value)) = e.kind else { return false }
             return OscillatorSynth.bankSelectsSpinetPresets(msb: value)
@@ -231,29 +277,12 @@ public enum GraphBuilder {
         if settings.stems && bankSelectsSynth {
             throw RigError("--stems cannot yet follow a channel that Bank Select \(OscillatorSynth.spinetPresetBank) moves to Spinet's synth, as this file does; render it without --stems, or give such channels to the synth with --channel N=synth")
         }
-        // Split by what the notes cost in this font: its layers, releases and
-        // sample lengths. (The model is gone before FluidSynth loads the font.)
-        // A channel that is most of the work (a busy drum track) is split:
-        // each key's notes take turns between the synthesizers.
-        let balanced: [[ChannelPartition.Portion]] = {
-            let models = fonts.reversed().compactMap { VoiceCostModel(path: $0) }
-            let noteCost: ChannelPartition.NoteCost = { bank, program, drum, key, velocity, held in
-                models.lazy.compactMap { $0.cost(bank: bank, program: program, drum: drum, key: key, velocity: velocity, held: held) }.first
-            }
-            // every loaded font's classes: a preset may come from any of them
-            let exclusiveKeys: ChannelPartition.ExclusiveKeys = { bank, program, drum in
-                models.flatMap { $0.exclusiveKeys(bank: bank, program: program, drum: drum) }
-            }
-            return ChannelPartition.portions(schedule, channels: ports * 16, parts: partitions,
-                                          noteCost: models.isEmpty ? nil : noteCost,
-                                          exclusiveKeys: models.count == fonts.count ? exclusiveKeys : nil)
-        }()
-        var laneGroups = balanced
+        var laneGroups = plan.groups
             .map { $0.filter { !synthChannels.contains($0.channel) } }.filter { !$0.isEmpty }
         if laneGroups.isEmpty { laneGroups = [[]] }   // the SoundFont player stays for Bank Select switches back
         let groups = laneGroups.map { lanes in lanes.map(\.channel) }
         let plays = ChannelPartition.playing(schedule, channels: ports * 16)
-        try checkVoiceMemory(options.polyphony, players: groups.count, why: "one per channel group",
+        try checkVoiceMemory(options.polyphony, players: groups.count, why: "one per partition",
                              renders: settings.concurrentRenders)
         var units: [SoundFontUnit] = []
         do {
@@ -302,7 +331,7 @@ public enum GraphBuilder {
             let queue = engine.addInput(capacity: inputCapacity)
             return EngineGraph(settings: built, engine: engine, soundFonts: units, soundFontSlot: nil, synth: synth,
                                synthInEngine: stemChannels.contains { synthChannels.contains($0) }, synthChannels: synthChannels,
-                               inputs: [queue], stemChannels: stemChannels)
+                               inputs: [queue], stemChannels: stemChannels, plan: plan)
         }
         // The synth joins only if something can play it: a silent unit would
         // still be rendered, mixed and given its wavetables (1.5 MB) each render.
@@ -314,7 +343,7 @@ public enum GraphBuilder {
         }
         let queue = engine.addInput(capacity: inputCapacity)
         return EngineGraph(settings: built, engine: engine, soundFonts: units, soundFontSlot: nil, synth: synth,
-                           synthInEngine: synthInEngine, synthChannels: synthChannels, inputs: [queue])
+                           synthInEngine: synthInEngine, synthChannels: synthChannels, inputs: [queue], plan: plan)
     }
 
     /// Stems for the offline graph: one per channel that plays notes and is

@@ -84,7 +84,11 @@ public final class OfflineSession {
         }
         return FileRender(report: report, seconds: seconds, loudness: loudness,
                           note: rf64 ? " (RF64: the render could pass the 4 GB a WAV header can hold)" : "",
-                          stems: stemNames)
+                          stems: stemNames,
+                          split: graph.plan.map { plan in
+                              let threads = graph.settings.engine.offlineRenderThreads
+                              return ", \(plan.partitions) partition\(plan.partitions == 1 ? "" : "s") on \(threads) thread\(threads == 1 ? "" : "s")"
+                          } ?? "")
     }
 
     /// 1. The MIDI file, and its warnings (each once).
@@ -133,7 +137,7 @@ public final class OfflineSession {
     private func build(_ schedule: MIDISchedule) throws -> (EngineGraph, [String]) {
         let fonts = try Self.fontsOrDefault(settings.soundFonts)
         let graph = try GraphBuilder.offline(settings.graph, fonts: fonts, schedule: schedule, sampleRate: Double(settings.rate),
-                                             partitions: OfflineSession.partitions)
+                                             partitions: settings.partitions)
         if announceSoundFont && !settings.quiet { log("SoundFont: \(fonts.joined(separator: ", "))") }
         // Every unit loaded the same fonts: say once what of them is damaged,
         // even with --quiet (the render lacks instruments).
@@ -300,9 +304,6 @@ public final class OfflineSession {
 }
 
 extension OfflineSession {
-    /// Render partitions of one file: the SoundFont players the channels are split over.
-    public static let partitions = 2
-
     /// The note labeler of a render (`--notes`, and the instrument names of `--stems`).
     public static func noteLabeler(settings s: RenderSettings, fonts: [String], synth: OscillatorSynth, synthChannels: Set<Int>) -> NoteLabeler {
         var labeler = NoteLabeler()
@@ -411,6 +412,8 @@ public struct RenderSettings: Sendable {
     public var polyphony: Int
     /// Render threads for one file.
     public var threads: Int
+    /// A forced partition count (nil: each file's music decides; see `RenderPlan`).
+    public var partitions: Int?
     /// Files rendered at once (a batch's --jobs): the voice memory budget covers them all.
     public var concurrentFiles = 1
     public var gain: Double
@@ -477,6 +480,8 @@ public struct FileRender: Sendable {
     public var note = ""
     /// The stems' file names (--stems).
     public var stems: [String] = []
+    /// ", P partitions on T threads": how the plan split the file.
+    public var split = ""
 }
 
 /// Where `--stems` writes one file's stems.

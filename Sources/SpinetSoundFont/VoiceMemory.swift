@@ -6,7 +6,7 @@
 /// its two render voices (one for a voice being stolen), the mixer's voice
 /// tables, and 64 entries per voice of the ring its voice updates travel
 /// in; the unit's flood control adds its voice list. A render runs several
-/// players (one per channel group, one per stem), each with the whole
+/// players (one per partition, one per stem), each with the whole
 /// polyphony, so `--polyphony` times the players is what it preallocates.
 public enum VoiceMemory {
     /// Bytes one voice of polyphony adds to a player, measured with
@@ -34,6 +34,11 @@ public enum VoiceMemory {
     /// The largest polyphony `players` players may have within `budget`.
     public static func largestPolyphony(players: Int) -> Int {
         max(1, min(65535, budget / bytesPerVoice / max(players, 1)))
+    }
+
+    /// The most players of `polyphony` voices each within `budget` (at least 1).
+    public static func mostPlayers(polyphony: Int) -> Int {
+        max(1, budget / bytesPerVoice / max(polyphony, 1))
     }
 
     /// One line saying why `polyphony` on `players` players (`why` says

@@ -48,6 +48,12 @@ struct Bench: ParsableCommand {
     @Flag(help: "Only the file renders.")
     var filesOnly = false
 
+    @Flag(help: ArgumentHelp("Only the render plans: each file's partitions, their estimated work, the serial share and the speedup the plan allows on 2 to 32 cores; then the files as a batch. Nothing is rendered unless --measure."))
+    var plan = false
+
+    @Flag(help: ArgumentHelp("With --plan: render each file with --threads 1, 2 and 16 (and the old fixed 2 partitions) to check the model here: wall and CPU times, the bytes compared."))
+    var measure = false
+
     @Option(help: "A large SoundFont for the startup figure.")
     var largeSoundFont: String = "/usr/share/sounds/sf2/FluidR3_GM.sf2"
 
@@ -75,6 +81,17 @@ struct Bench: ParsableCommand {
                 try JACKBench.run(font: font, rate: rate, periods: [64, 128], cycles: jackCycles, server: jackServer, voices: 256)
                 return
             }
+            if plan {
+                guard runs >= 1 else { throw Failure("--runs must be at least 1") }
+                let files = try collectFiles()
+                guard !files.isEmpty else { throw Failure("no MIDI files to plan; pass files or directories") }
+                guard let font = soundFont ?? SoundFontLocator.defaultSoundFont() else {
+                    throw Failure("no SoundFont found; pass one with --soundfont PATH")
+                }
+                try planReport(files: files, font: font)
+                return
+            }
+            if measure { throw Failure("--measure goes with --plan") }
             if !realtimeOnly { try bench() }
             if !filesOnly { try realtimeFigures() }
         }
@@ -306,6 +323,8 @@ struct Bench: ParsableCommand {
         var seconds: Double
         var maxRSSKB: Int
         var status: Int32
+        /// User and system CPU time of the process and what it waited for.
+        var cpuSeconds = 0.0
         /// The exit status, or 128 + the signal that ended it.
         var exitStatus: Int32 { status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + status & 0x7f }
     }
@@ -336,7 +355,8 @@ struct Bench: ParsableCommand {
         var usage = rusage()
         while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        return Measurement(seconds: seconds, maxRSSKB: usage.ru_maxrss, status: status)
+        let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        return Measurement(seconds: seconds, maxRSSKB: usage.ru_maxrss, status: status, cpuSeconds: cpu)
     }
 
     static func median(_ xs: [Double]) -> Double {

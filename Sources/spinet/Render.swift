@@ -25,9 +25,10 @@ struct Render: ParsableCommand {
         Batch mode: with several inputs, or with -o naming a directory (one that \
         exists, or any name ending in /), every input is rendered to \
         DIR/NAME.wav (the extension follows --format; without -o, beside its \
-        input). --jobs files render at once, each on one render thread unless \
-        --threads says otherwise, and each file's bytes are the same as a \
-        render of it alone. Existing outputs are refused before any work \
+        input). --jobs files render at once, the most work first, each on one \
+        render thread until fewer files are left than jobs (the last files then \
+        share the idle jobs' threads) unless --threads says otherwise, and each \
+        file's bytes are the same as a render of it alone. Existing outputs are refused before any work \
         unless --force. A file that fails is named and skipped, and the exit \
         status is 1 once the others are done. With --stems DIR, each input's \
         stems go to DIR/NAME/ (NAME: the input's name without its extension).
@@ -61,22 +62,23 @@ struct Render: ParsableCommand {
     @Option(help: "The most SoundFont voices sounding at once (per render thread).")
     var polyphony: Int = 256
 
-    @Option(help: "Render threads for one file (default: one per core, at most \(Render.partitions); 1 in batch mode). The output is the same for any count.")
+    @Option(help: "Render threads for one file (default: one per core; in batch mode 1, and more for the last files when fewer are left than --jobs). A file uses at most one per partition: light files 1, dense ones up to \(RenderPlan.maxPartitions), as its music needs. The output is the same for any count.")
     var threads: Int?
+
+    @Option(help: ArgumentHelp("Split each file into this many partitions instead of the number its music calls for (for benchmarks: the output changes with it).", visibility: .hidden))
+    var partitions: Int?
 
     @Option(help: "Batch mode: files rendered at once (default: one per core, at most \(Render.maxJobs)).")
     var jobs: Int?
 
-    /// The MIDI channels are always split into this many groups, each with its
-    /// own FluidSynth, whatever the thread count: FluidSynth's output depends
-    /// on which notes share a synth (voice history), so a fixed split keeps
-    /// every render of a file byte-identical on any number of threads. A
-    /// channel that is most of a song's work (a busy drum track) is shared
-    /// by the groups, each key's notes taking turns (`ChannelPartition.portions`).
-    static let partitions = OfflineSession.partitions
-
-    /// Render threads for one file when --threads is not given (outside batch mode).
-    static var defaultThreads: Int { min(ProcessInfo.processInfo.activeProcessorCount, partitions) }
+    /// Render threads for one file when --threads is not given (outside
+    /// batch mode): one per core. The file's plan (`RenderPlan`) caps them:
+    /// its channels are split into as many partitions, each with its own
+    /// FluidSynth, as its estimated work calls for, whatever the thread
+    /// count or the machine: FluidSynth's output depends on which notes
+    /// share a synth (voice history), so a split made from the file alone
+    /// keeps every render of it byte-identical on any number of threads.
+    static var defaultThreads: Int { ProcessInfo.processInfo.activeProcessorCount }
 
     /// The most files a batch renders at once.
     static let maxJobs = 64
@@ -144,6 +146,9 @@ struct Render: ParsableCommand {
         let fx = try effectOptions.resolve(config: file)
         let threadCount = threads ?? (batch ? 1 : Self.defaultThreads)
         guard (1...64).contains(threadCount) else { throw Failure("--threads \(threadCount) is out of range; use 1 to 64") }
+        if let partitions, !(1...RenderPlan.maxPartitions * 2).contains(partitions) {
+            throw Failure("--partitions \(partitions) is out of range; use 1 to \(RenderPlan.maxPartitions * 2)")
+        }
         var s = RenderSettings(rate: rate, sampleFormat: sampleFormat,
                                soundFonts: soundFonts.isEmpty ? file.soundFonts : soundFonts,
                                channelAssignments: file.channels + channelAssignments,
@@ -152,6 +157,7 @@ struct Render: ParsableCommand {
                                fluidEffects: fx.fluidEffects, quiet: quiet)
         s.mutedChannels = try Self.channelLists(file.mute, option: file.label("mute")) + Self.channelLists(mute, option: "--mute")
         s.soloChannels = try Self.channelLists(file.solo, option: file.label("solo")) + Self.channelLists(solo, option: "--solo")
+        s.partitions = partitions
         s.configChannelCount = file.channels.count
         s.configLabel = file.label("channels")
         if soundFonts.isEmpty { try Self.checkConfigFonts(file) }
@@ -235,7 +241,8 @@ struct Render: ParsableCommand {
         let result = try Self.renderFile(input, outputs: outputs, format: container, settings: settings, stems: stems,
                                          announceSoundFont: true, progress: bar, log: printError)
         if !quiet {
-            printError(Self.summary(result.report, seconds: result.seconds, target: target, loudness: result.loudness) + result.note)
+            printError(Self.summary(result.report, seconds: result.seconds, target: target, loudness: result.loudness, split: result.split)
+                       + result.note)
         }
     }
 
@@ -347,7 +354,9 @@ struct Render: ParsableCommand {
         return formatted("%ld:%04.1f", m, s - Double(m * 60))
     }
 
-    static func summary(_ r: RenderReport, seconds: Double, target: String, loudness: LoudnessNormalizer.Result? = nil) -> String {
+    /// `split`: how the render was split (`FileRender.split`).
+    static func summary(_ r: RenderReport, seconds: Double, target: String, loudness: LoudnessNormalizer.Result? = nil,
+                        split: String = "") -> String {
         let rate = Double(r.sampleRate)
         let music = Double(r.musicFrames) / rate
         let total = Double(r.outputFrames) / rate
@@ -357,7 +366,7 @@ struct Render: ParsableCommand {
         let capped = r.tailCapped ? " (sound did not decay: faded out)" : ""
         let dest = target == "-" ? "standard output" : target
         return "Rendered \(clock(music)) of music + " + formatted("%.1f s tail", tail) + capped
-            + formatted(" in %.2f s (%.1fx real time)", seconds, speed)
+            + formatted(" in %.2f s (%.1fx real time", seconds, speed) + split + ")"
             + "; peak \(peak), \(r.peakVoices) voices at most, \(r.droppedEvents) events dropped"
             + (r.delayedEvents > 0 ? ", \(r.delayedEvents) delayed by a flood" : "")
             + (r.skippedSysEx > 0 ? ", \(r.skippedSysEx) SysEx \(r.skippedSysEx == 1 ? "message" : "messages") over 64 KB skipped" : "")

@@ -15,7 +15,7 @@ import SpinetSoundFont
 /// Everything that can be checked is checked before any audio work: the
 /// options, where each output goes (two inputs may not share one), existing
 /// outputs, the SoundFont(s) and the output directory. Then `--jobs` worker
-/// threads take the files, longest first, and each renders its file with
+/// threads take the files, the most estimated work first, and each renders its file with
 /// `Render.renderFile`, the same function as a single render: a fresh engine
 /// and fresh synths per file, streamed to a temporary file and renamed at the
 /// end. A file that fails is reported and skipped; Ctrl-C stops every render
@@ -50,7 +50,7 @@ extension Render {
         }
         // Every file rendered at once preallocates its players' voices: the
         // budget is for them all. Checked here for the one player every
-        // render has at least; each file's own count (two channel groups,
+        // render has at least; each file's own count (one per partition,
         // one per stem) is checked as it starts, with the same total.
         settings.concurrentFiles = min(jobCount, max(inputs.count, 1))
         try orFailure { try GraphBuilder.checkVoiceMemory(settings.polyphony, players: 1, why: "at least one per file",
@@ -165,18 +165,25 @@ extension Render {
         let report = try dataset.report.map { try BatchReport(path: $0, replace: force || dataset.skipExisting) }
         for i in skipped.sorted() { report?.add(input: inputs[i], outputs: [targets[i]], status: "skipped") }
 
-        // 5. Each file's length, for the progress display and the order: the
-        // longest first, so that no long file starts last while the other
-        // workers sit idle. A file that cannot be read counts as 0 s here and
-        // fails with its reason when its turn comes.
+        // 5. Each file's length, for the progress display, and its plan's
+        // estimated work, for the order: the most work first, so that no
+        // long file starts last while the other workers sit idle
+        // (`RenderPlan.batchOrder`). A file that cannot be read counts as
+        // nothing here and fails with its reason when its turn comes.
         let rate = settings.rate
-        let estimates: [Double] = inputs.map { input in
-            guard let file = try? MIDIFile(path: input) else { return 0 }
-            let seconds = Double(file.schedule(sampleRate: rate).endFrame) / Double(rate)
-            return seconds <= 24 * 3600 ? seconds : 0
+        let pricing = GraphBuilder.NotePricing(fonts: fonts)
+        var estimates: [Double] = []
+        var plans: [RenderPlan] = []
+        for input in inputs {
+            let schedule = (try? MIDIFile(path: input))?.schedule(sampleRate: rate)
+            let seconds = schedule.map { Double($0.endFrame) / Double(rate) } ?? 0
+            let readable = seconds <= 24 * 3600 ? schedule : nil
+            estimates.append(readable == nil ? 0 : seconds)
+            plans.append(readable.map { pricing.plan($0, partitions: settings.partitions, polyphony: settings.polyphony) }
+                         ?? RenderPlan(groups: [[]], work: [0], musicFrames: 0, sampleRate: rate))
         }
-        let order = inputs.indices.filter { !skipped.contains($0) }
-            .sorted { estimates[$0] != estimates[$1] ? estimates[$0] > estimates[$1] : $0 < $1 }
+        let waiting = inputs.indices.filter { !skipped.contains($0) }
+        let order = RenderPlan.batchOrder(waiting.map { plans[$0] }).map { waiting[$0] }
 
         // 6. The renders.
         if !quiet { printError("SoundFont: \(fonts.joined(separator: ", "))") }
@@ -186,6 +193,7 @@ extension Render {
                                    totalSeconds: estimates.reduce(0, +), workers: workers)
         let batch = BatchState(order: order)
         let job = BatchJob(inputs: inputs, targets: targets, estimates: estimates, container: container,
+                           jobs: jobCount, threadsGiven: threads != nil,
                            settings: settings, force: force, redo: dataset.skipExisting, inUse: inUse, report: report,
                            notesDirectory: notesDirectory, stemsDirectory: stemsDirectory)
         let start = DispatchTime.now()
@@ -274,11 +282,12 @@ final class BatchState: Sendable {
         self.order = order
     }
 
-    /// The index of the next input to render, or nil when none is left or the batch was interrupted.
-    func take() -> Int? {
+    /// The index of the next input to render and how many inputs are left
+    /// to start (it included), or nil when none is left or the batch was interrupted.
+    func take() -> (index: Int, remaining: Int)? {
         if ProcessSignals.stopRequested.load(ordering: .relaxed) { return nil }
         let i = next.add(1, ordering: .relaxed).oldValue
-        return i < order.count ? order[i] : nil
+        return i < order.count ? (order[i], order.count - i) : nil
     }
 
     func rendered(_ r: FileRender) { results.withLock { $0.rendered.append(r) } }
@@ -296,6 +305,10 @@ struct BatchJob: Sendable {
     var targets: [String]
     var estimates: [Double]
     var container: AudioFileFormat
+    /// --jobs: the threads the batch keeps busy.
+    var jobs: Int
+    /// --threads was given: every file renders on that many.
+    var threadsGiven: Bool
     var settings: RenderSettings
     var force: Bool
     /// --skip-existing: an input rendered here had no mix, so the notes and
@@ -310,8 +323,10 @@ struct BatchJob: Sendable {
 
     /// A worker's loop: render files until none is left.
     func work(slot: Int, batch: BatchState, display: BatchDisplay) {
-        while let i = batch.take() {
+        while let (i, remaining) = batch.take() {
             let input = inputs[i]
+            var settings = settings
+            if !threadsGiven { settings.threads = RenderPlan.batchThreads(jobs: jobs, remaining: remaining) }
             let progress = BatchDisplay.FileProgress(display: display, slot: slot, estimate: estimates[i])
             do {
                 let outputs = OutputTransaction(force: force, inUse: inUse)
@@ -334,7 +349,8 @@ struct BatchJob: Sendable {
                             stems: r.stems.map { stems!.directory + "/" + $0 })
                 display.fileDone(slot: slot, estimate: estimates[i])
                 if !settings.quiet {
-                    display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i], loudness: r.loudness) + r.note)
+                    display.print("\(input): " + Render.summary(r.report, seconds: r.seconds, target: targets[i], loudness: r.loudness,
+                                                                 split: r.split) + r.note)
                 }
             } catch let f as Failure where f.status > 128 {   // stopped by a signal
                 batch.interrupted()

@@ -50,6 +50,45 @@ struct BatchRenderTests {
         }
     }
 
+    /// The file with the most estimated work starts first (a dense 4 s
+    /// file before a light 10 s one), and once fewer files are left than
+    /// jobs, the last files take the jobs' threads (up to one per
+    /// partition); every output has the bytes of the file rendered alone.
+    @Test func theMostWorkGoesFirstAndTheLastFilesTakeTheIdleJobs() throws {
+        let dir = try SpinetCommand.temporaryDirectory("batch-order")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let long = try write(arpeggio(seconds: 10), to: dir, "long.mid")
+        let dense = try write(denseSong(seconds: 4, channels: 2), to: dir, "dense.mid")
+        var outputs: [String: [Data]] = [:]
+        for jobs in ["1", "4"] {
+            let out = dir.appendingPathComponent("jobs\(jobs)")
+            let r = try SpinetCommand.run(["render", long, dense, "-o", out.path + "/", "--soundfont", font, "--jobs", jobs])
+            #expect(r.status == 0, "\(r.stderr)")
+            let lines = r.stderr.split(separator: "\n").map(String.init).filter { $0.contains(": Rendered ") }
+            #expect(lines.count == 2, "\(r.stderr)")
+            guard lines.count == 2 else { continue }
+            if jobs == "1" {
+                // one job: one after the other, in the batch's order, each on one thread
+                #expect(lines[0].hasPrefix("\(dense): ") && lines[1].hasPrefix("\(long): "), "\(r.stderr)")
+                #expect(lines.allSatisfy { $0.contains(" on 1 thread)") }, "\(r.stderr)")
+            } else {
+                // four jobs, two files: the dense one starts with two files left (2 threads), the light one on its 1 partition
+                let denseLine = lines.first { $0.hasPrefix("\(dense): ") } ?? ""
+                #expect(denseLine.contains(" partitions on 2 threads)"), "\(r.stderr)")
+                #expect(lines.contains { $0.hasPrefix("\(long): ") && $0.contains("1 partition on 1 thread)") }, "\(r.stderr)")
+            }
+            for name in ["dense.wav", "long.wav"] { outputs[name, default: []].append(try Data(contentsOf: out.appendingPathComponent(name))) }
+        }
+        for (song, name) in [(dense, "dense.wav"), (long, "long.wav")] {
+            let target = dir.appendingPathComponent("single-" + name)
+            let s = try SpinetCommand.run(["render", song, "-o", target.path, "--soundfont", font, "--quiet"])
+            #expect(s.status == 0, "\(s.stderr)")
+            let single = try Data(contentsOf: target)
+            #expect(single.count > 48000 * 4 * 4)
+            #expect(outputs[name]?.count == 2 && outputs[name]!.allSatisfy { $0 == single }, "\(name): a batch render differs from the render alone")
+        }
+    }
+
     /// `-o DIR` naming an existing directory means batch mode, even for one file.
     @Test func oneInputIntoADirectoryIsABatchOfOne() throws {
         let dir = try SpinetCommand.temporaryDirectory("batch-one")

@@ -102,6 +102,36 @@ struct RenderCommandTests {
         #expect(a == b)
     }
 
+    /// The music decides the partitions: a light file renders on one
+    /// FluidSynth (one thread, whatever --threads says), a dense one on
+    /// several, with the same bytes on 1, 2 or 16 threads.
+    @Test func thePartitionsFollowTheMusicAndTheThreadsChangeNoByte() throws {
+        let dir = try SpinetCommand.temporaryDirectory("plan")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let light = try SpinetCommand.run(["render", try write(arpeggio(seconds: 2), to: dir, "light.mid"),
+                                           "-o", dir.appendingPathComponent("light.wav").path, "--soundfont", font, "--threads", "2"])
+        #expect(light.status == 0, "\(light.stderr)")
+        #expect(light.stderr.contains("real time, 1 partition on 1 thread)"), "\(light.stderr)")
+        let dense = try write(denseSong(seconds: 6, channels: 2), to: dir, "dense.mid")
+        var outputs: [Data] = []
+        var partitions: Set<Int> = []
+        for t in ["1", "2", "16"] {
+            let out = dir.appendingPathComponent("t\(t).wav")
+            let r = try SpinetCommand.run(["render", dense, "-o", out.path, "--soundfont", font, "--threads", t])
+            #expect(r.status == 0, "\(r.stderr)")
+            // "(12.3x real time, 8 partitions on 2 threads)"
+            let said = r.stderr.components(separatedBy: "real time, ").dropFirst().first?.components(separatedBy: ")").first
+            let words = said.map { $0.split(separator: " ") } ?? []
+            partitions.insert(words.first.flatMap { Int($0) } ?? 0)
+            #expect(words.count == 5 && words[3] == (t == "16" ? words[0] : Substring(t)), "\(r.stderr)")
+            outputs.append(try Data(contentsOf: out))
+        }
+        #expect(partitions.count == 1 && partitions.first! > 2 && partitions.first! <= 16, "\(partitions)")
+        #expect(outputs[0].count > 1_000_000)
+        #expect(outputs[1] == outputs[0])
+        #expect(outputs[2] == outputs[0])
+    }
+
     /// A song whose drum track is most of the work has that channel split
     /// over both synthesizers (each key's notes taking turns): still the
     /// same bytes on one thread or two, and the drums still sound.
