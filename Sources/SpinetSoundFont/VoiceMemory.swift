@@ -6,7 +6,7 @@
 /// its two render voices (one for a voice being stolen), the mixer's voice
 /// tables, and 64 entries per voice of the ring its voice updates travel
 /// in; the unit's flood control adds its voice list. A render runs several
-/// players (one per partition, one per stem), each with the whole
+/// players (one per partition), each with the whole
 /// polyphony, so `--polyphony` times the players is what it preallocates.
 public enum VoiceMemory {
     /// Bytes one voice of polyphony adds to a player, measured with
@@ -42,7 +42,7 @@ public enum VoiceMemory {
     }
 
     /// One line saying why `polyphony` on `players` players (`why` says
-    /// what they are for: "one per stem") is beyond the budget, naming the
+    /// what they are for: "one per partition") is beyond the budget, naming the
     /// figures and the fix; nil when it is within.
     public static func problem(polyphony: Int, players: Int, why: String) -> String? {
         let need = bytes(polyphony: polyphony, players: players)

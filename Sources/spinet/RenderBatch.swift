@@ -50,8 +50,8 @@ extension Render {
         }
         // Every file rendered at once preallocates its players' voices: the
         // budget is for them all. Checked here for the one player every
-        // render has at least; each file's own count (one per partition,
-        // one per stem) is checked as it starts, with the same total.
+        // render has at least; each file's own count (one per partition)
+        // is checked as it starts, with the same total.
         settings.concurrentFiles = min(jobCount, max(inputs.count, 1))
         try orFailure { try GraphBuilder.checkVoiceMemory(settings.polyphony, players: 1, why: "at least one per file",
                                                          renders: settings.concurrentFiles) }
