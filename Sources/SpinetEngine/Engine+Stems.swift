@@ -59,6 +59,11 @@ final class StemState {
     let partBuffer: FixedBuffer<Float>
     /// Per stem: the blocks in which it ran any send effect.
     let effectRuns: FixedBuffer<Int>
+    /// `effectRuns.pointer`, for the stem tasks: the stems' threads each
+    /// count their own stem through it (an access to the noncopyable
+    /// property itself from each thread is one Swift access, which
+    /// ThreadSanitizer reports as a race between the stem tasks).
+    let effectRunCounts: UnsafeMutablePointer<Int>
 
     init(plan: StemPlan, units: [InstrumentUnit], sends: [SendEffects], maxFrames: Int) {
         parts = plan.parts
@@ -81,7 +86,9 @@ final class StemState {
         let pointer = buffer.pointer
         partOutputs = FixedBuffer(count: total) { UnitOutput(planar: pointer + $0 * 8 * maxFrames, stride: maxFrames) }
         partBuffer = buffer
-        effectRuns = FixedBuffer(repeating: 0, count: max(1, plan.parts.count))
+        let runs = FixedBuffer<Int>(repeating: 0, count: max(1, plan.parts.count))
+        effectRunCounts = runs.pointer
+        effectRuns = runs
     }
 
     /// Unit `u`'s part outputs for buffer set `set`.
@@ -150,7 +157,7 @@ extension Engine {
 
     /// The blocks in which stem `s` ran any of its send effects so far.
     /// While none renders.
-    public func stemEffectRuns(_ s: Int) -> Int { stems?.effectRuns.pointer[s] ?? 0 }
+    public func stemEffectRuns(_ s: Int) -> Int { stems?.effectRunCounts[s] ?? 0 }
 
     /// From `prepare`: each stem's send effects (only those it sends to),
     /// its parts' buffers, and the master bus's stem state.
@@ -227,7 +234,7 @@ extension Engine {
             k += 1
         }
         if hasEffects && sends.follow(sendEffects!, sends.bus, outputLeft: l, outputRight: r, frames: frames) != 0 {
-            state.effectRuns.pointer[s] += 1
+            state.effectRunCounts[s] += 1
         }
     }
 
