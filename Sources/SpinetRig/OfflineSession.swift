@@ -206,10 +206,7 @@ public final class OfflineSession {
         progress.start(musicSeconds: Double(schedule.endFrame) / Double(rate))
         let start = DispatchTime.now()
         func elapsed() -> Double { Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9 }
-        let normalizer: LoudnessNormalizer?
-        do { normalizer = try s.normalize.map { try LoudnessNormalizer(sampleRate: rate, target: $0, stems: writers.stems.count) } } catch {
-            throw RigError("\(error)")
-        }
+        let normalizer = try rigged { try s.normalize.map { try LoudnessNormalizer(sampleRate: rate, target: $0, stems: writers.stems.count) } }
         let shouldStop = { ProcessSignals.stopRequested.load(ordering: .relaxed) }
         var report: RenderReport
         do {
@@ -259,8 +256,6 @@ public final class OfflineSession {
             seconds = elapsed()
         } catch is LoudnessNormalizer.Interrupted {
             throw Self.interrupted()
-        } catch {
-            throw (error as? RigError) ?? RigError("\(error)")
         }
         return (report, seconds, loudness)
     }
@@ -291,8 +286,6 @@ public final class OfflineSession {
             try outputs.commit(shouldStop: { ProcessSignals.stopRequested.load(ordering: .relaxed) })
         } catch is OutputTransaction.Interrupted {
             throw Self.interrupted()
-        } catch {
-            throw (error as? RigError) ?? RigError("\(error)")
         }
     }
 
