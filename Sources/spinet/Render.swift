@@ -65,7 +65,7 @@ struct Render: ParsableCommand {
     @Option(help: "Render threads for one file (default: one per core; in batch mode 1, and more for the last files when fewer are left than --jobs). A file uses at most one per partition: light files 1, dense ones up to \(RenderPlan.maxPartitions), as its music needs. The output is the same for any count.")
     var threads: Int?
 
-    @Option(help: ArgumentHelp("Split each file into this many partitions instead of the number its music calls for (for benchmarks: the output changes with it).", visibility: .hidden))
+    @Option(help: "Split each file into this many partitions (a FluidSynth player each) instead of the number its music calls for. 1 renders what `spinet play FILE` plays, sample for sample. The output changes with the count: FluidSynth starts each voice from what its voice slot played before.")
     var partitions: Int?
 
     @Option(help: "Batch mode: files rendered at once (default: one per core, at most \(Render.maxJobs)).")

@@ -459,9 +459,9 @@ struct SpinetCLAPTests {
     /// Parity with `spinet render`: the same MIDI, through the plugin in
     /// blocks of 512, equals the render (moved by the plugin's latency, which
     /// the render takes out) within -90 dBFS, with the effects off and on:
-    /// notes on the 64-frame grid that do not overlap (a dense file differs:
-    /// the render splits the channels between two FluidSynths, the plugin
-    /// has one).
+    /// notes on the 64-frame grid that do not overlap (a dense file differs
+    /// unless rendered with `--partitions 1`: the render splits its channels
+    /// over several FluidSynths, the plugin has one).
     @Test func theSameMIDIRendersAsSpinetRenderDoes() throws {
         let dir = try SpinetCommand.temporaryDirectory("clap-parity")
         // 120 bpm, 480 ticks a quarter: a tick is 50 frames at 48 kHz; notes every 384 ticks.
