@@ -1,3 +1,5 @@
+import FoundationEssentials
+import Glibc
 import SpinetEffects
 import SpinetEngine
 import SpinetFile
@@ -16,6 +18,42 @@ public struct RigError: Error, CustomStringConvertible, Sendable {
     public init(_ description: String, exitStatus: Int32 = 1) {
         self.description = description
         self.exitStatus = exitStatus
+    }
+}
+
+/// The cores this process may run on (its CPU affinity and CPU quota): the
+/// default render threads and batch jobs, and the most render threads one
+/// file gets.
+public enum RenderCores {
+    public static var available: Int {
+        let online = max(ProcessInfo.processInfo.activeProcessorCount, 1)
+        return min(online, allowedCount ?? online)
+    }
+
+    /// The CPUs in this process's affinity mask (`taskset`, a container's
+    /// cpuset), from `Cpus_allowed_list` in /proc/self/status ("0-3,6").
+    public static var allowedCount: Int? {
+        let fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 8192)
+        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return nil }
+        let text = String(decoding: bytes[0..<n], as: UTF8.self)
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") }) else { return nil }
+        return cpuCount(list: line.dropFirst("Cpus_allowed_list:".count))
+    }
+
+    /// How many CPUs a list such as "0-3,6" names (nil if it is not one).
+    public static func cpuCount(list: Substring) -> Int? {
+        var count = 0
+        for part in list.split(separator: ",") {
+            let bounds = part.split(separator: "-").map { Int(String($0.filter { $0 != " " && $0 != "\t" })) }
+            guard bounds.count == 1 || bounds.count == 2, let first = bounds[0], let last = bounds[bounds.count - 1],
+                  first >= 0, last >= first else { return nil }
+            count += last - first + 1
+        }
+        return count > 0 ? count : nil
     }
 }
 
@@ -39,7 +77,8 @@ public struct GraphSettings: Sendable {
     public var channelAssignments: [String] = []
     public var configChannelCount = 0
     public var configLabel = ""
-    /// Offline: render threads for one file (at most one per channel group).
+    /// Offline: render threads for one file (at most one per channel group,
+    /// and one per core: `RenderCores.available`).
     public var renderThreads = 1
     /// Offline: renders running at once in this process (a batch's
     /// `--jobs`), each with as many players as this one: the voice memory
@@ -305,7 +344,11 @@ public enum GraphBuilder {
 
         var config = settings.engine
         config.ports = ports
-        config.offlineRenderThreads = min(settings.renderThreads, groups.count)
+        // No more threads than cores: the render team's hand-overs spin (see
+        // UnitWorkers), and a spinning thread with no core of its own only
+        // delays the one it waits for (16 threads on 2 cores: +83 % CPU and
+        // nearly twice the time). The bytes do not depend on the count.
+        config.offlineRenderThreads = min(settings.renderThreads, groups.count, RenderCores.available)
         let engine = Engine(configuration: config)
         var built = settings
         built.engine = config

@@ -62,7 +62,7 @@ struct Render: ParsableCommand {
     @Option(help: "The most SoundFont voices sounding at once (per render thread).")
     var polyphony: Int = 256
 
-    @Option(help: "Render threads for one file (default: one per core; in batch mode 1, and more for the last files when fewer are left than --jobs). A file uses at most one per partition: light files 1, dense ones up to \(RenderPlan.maxPartitions), as its music needs. The output is the same for any count.")
+    @Option(help: "Render threads for one file (default: one per core; in batch mode 1, and more for the last files when fewer are left than --jobs). A file uses at most one per core and one per partition: light files 1, dense ones up to \(RenderPlan.maxPartitions), as its music needs. The output is the same for any count.")
     var threads: Int?
 
     @Option(help: "Split each file into this many partitions (a FluidSynth player each) instead of the number its music calls for. 1 renders what `spinet play FILE` plays, sample for sample. The output changes with the count: FluidSynth starts each voice from what its voice slot played before.")
@@ -78,7 +78,7 @@ struct Render: ParsableCommand {
     /// count or the machine: FluidSynth's output depends on which notes
     /// share a synth (voice history), so a split made from the file alone
     /// keeps every render of it byte-identical on any number of threads.
-    static var defaultThreads: Int { ProcessInfo.processInfo.activeProcessorCount }
+    static var defaultThreads: Int { RenderCores.available }
 
     /// The most files a batch renders at once.
     static let maxJobs = 64

@@ -44,7 +44,7 @@ extension Render {
             container = .wav
         }
         try orFailure { try AudioFileWriter.validate(format: container, sampleFormat: settings.sampleFormat, sampleRate: settings.rate) }
-        let jobCount = jobs ?? ProcessInfo.processInfo.activeProcessorCount
+        let jobCount = jobs ?? RenderCores.available
         guard (1...Self.maxJobs).contains(jobCount) else {
             throw Failure("--jobs \(jobCount) is out of range; use 1 to \(Self.maxJobs)")
         }

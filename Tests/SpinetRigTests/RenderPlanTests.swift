@@ -108,3 +108,24 @@ struct RenderPlanTests {
         }
     }
 }
+
+/// The render threads' cap: the CPUs a process may run on, read from the
+/// kernel's list form ("0-3,6").
+@Suite struct RenderCoresTests {
+    @Test func aCPUListCountsItsCPUs() {
+        #expect(RenderCores.cpuCount(list: " 0-3,6") == 5)
+        #expect(RenderCores.cpuCount(list: "\t0") == 1)
+        #expect(RenderCores.cpuCount(list: "2-2,4-5") == 3)
+        #expect(RenderCores.cpuCount(list: "") == nil)
+        #expect(RenderCores.cpuCount(list: "3-1") == nil)
+        #expect(RenderCores.cpuCount(list: "0-1-2") == nil)
+        #expect(RenderCores.cpuCount(list: "a") == nil)
+    }
+
+    /// Linux names this process's CPUs in /proc/self/status, and the cap
+    /// is never above them.
+    @Test func theCapIsThisProcessesCPUs() throws {
+        let allowed = try #require(RenderCores.allowedCount)
+        #expect(RenderCores.available >= 1 && RenderCores.available <= allowed)
+    }
+}
