@@ -153,6 +153,8 @@ public struct Chorus: ~Copyable {
     private var wetRamp = Ramp(0)
     private var bypass: BypassFade
     private var needsClear = false
+    /// Both delay lines hold zero (`rest` cleared them; nothing processed since).
+    private var linesCleared = false
     private var framesUntilControl = 0
 
     /// Not on the render thread: allocates the delay lines (60 ms each).
@@ -258,6 +260,7 @@ public struct Chorus: ~Copyable {
             return
         }
         needsClear = true
+        linesCleared = false
         var frame = 0
         while frame < frames {
             if framesUntilControl == 0 {
@@ -271,6 +274,43 @@ public struct Chorus: ~Copyable {
                          outputLeft: outputLeft + frame, outputRight: outputRight + frame, offset: offset, count: count)
             frame += count
         }
+    }
+
+    /// Render thread only. Lets `frames` frames pass with no input and no
+    /// output, for a return known to be silent (its input has been silent
+    /// for longer than `tailSeconds`): the delay lines are cleared (once,
+    /// on the first call after audio), and the LFO, the glides and the
+    /// write position move on exactly as `process` on silent input from
+    /// cleared lines would move them, so that the chorus stays in step with
+    /// an instance that processes those frames (see `Reverb.rest`).
+    /// Allocates nothing, takes no lock, makes no system call. Returns true.
+    @discardableResult
+    public mutating func rest(frames: Int) -> Bool {
+        guard frames > 0 else { return true }
+        if bypass.isSilent {
+            if needsClear { reset() }
+            return true
+        }
+        if !linesCleared {
+            bufferLeft.pointer.update(repeating: 0, count: capacity + Self.mirrorFrames)
+            bufferRight.pointer.update(repeating: 0, count: capacity + Self.mirrorFrames)
+            linesCleared = true
+        }
+        needsClear = true
+        var frame = 0
+        while frame < frames {
+            if framesUntilControl == 0 {
+                beginControlPeriod()
+                framesUntilControl = Self.controlInterval
+            }
+            let count = min(framesUntilControl, frames - frame)
+            framesUntilControl -= count
+            // processBlock's per-frame steps, less the arithmetic on zeros
+            for _ in 0..<count { _ = bypass.next(); _ = feedbackRamp.next(); _ = wetRamp.next() }
+            writeIndex = (writeIndex &+ count) & mask
+            frame += count
+        }
+        return true
     }
 
     /// Renders `count` frames from frame `offset` of the current control

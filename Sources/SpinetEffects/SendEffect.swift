@@ -19,10 +19,18 @@ public protocol SendEffect: ~Copyable {
     mutating func setTempo(bpm: Double)
     /// Render thread only. Silences the effect at once.
     mutating func reset()
+    /// Render thread only. Lets `frames` frames pass while the return is
+    /// known to be silent (the input has been silent for longer than
+    /// `tailSeconds`), its modulation and glides moving on as if it had
+    /// processed them, so that it stays in step with an instance that did.
+    /// Returns false if the effect cannot (the default): the caller then
+    /// processes the frames.
+    mutating func rest(frames: Int) -> Bool
 }
 
 extension SendEffect where Self: ~Copyable {
     public mutating func setTempo(bpm: Double) {}
+    public mutating func rest(frames: Int) -> Bool { false }
 }
 
 extension Reverb: SendEffect {}

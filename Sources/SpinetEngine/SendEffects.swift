@@ -141,21 +141,35 @@ struct SendSlot<Effect: SendEffect & ~Copyable>: ~Copyable {
     /// Runs the effect on exactly the frames `activity` names (another
     /// slot's record, see `process`), whatever this slot's own input, and
     /// adds the full return to the outputs. Effects that run on the same
-    /// frames keep their modulation in step. Returns whether it ran.
+    /// frames keep their modulation in step. Where this slot's own input has
+    /// been silent for longer than its tail, the effect rests instead
+    /// (`SendEffect.rest`: its return would be below -120 dB, and it moves
+    /// on in step without computing one), if it can. Returns whether it
+    /// added anything.
     @inline(__always)
     mutating func follow(_ activity: UnsafePointer<Bool>, _ inputLeft: UnsafeMutablePointer<Float>, _ inputRight: UnsafeMutablePointer<Float>,
                          _ outputLeft: UnsafeMutablePointer<Float>, _ outputRight: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
         var ran = false
         var runStart = -1
+        var runMode = 0                     // 0 none, 1 process, 2 rest
         var i = 0
         while i <= frames {
-            if i < frames && activity[i] {
-                if runStart < 0 { runStart = i }
-            } else if runStart >= 0 {
-                effect.process(inputLeft: inputLeft + runStart, inputRight: inputRight + runStart,
-                               outputLeft: outputLeft + runStart, outputRight: outputRight + runStart, frames: i - runStart)
-                ran = true
-                runStart = -1
+            var mode = 0
+            if i < frames {
+                if inputLeft[i] != 0 || inputRight[i] != 0 { idle = 0 } else if idle < Int.max { idle += 1 }
+                if activity[i] { mode = idle <= tailFrames ? 1 : 2 }
+            }
+            if mode != runMode {
+                if runStart >= 0 {
+                    let n = i - runStart
+                    if runMode == 1 || !effect.rest(frames: n) {
+                        effect.process(inputLeft: inputLeft + runStart, inputRight: inputRight + runStart,
+                                       outputLeft: outputLeft + runStart, outputRight: outputRight + runStart, frames: n)
+                        ran = true
+                    }
+                }
+                runStart = mode == 0 ? -1 : i
+                runMode = mode
             }
             i += 1
         }
