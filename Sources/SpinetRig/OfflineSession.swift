@@ -163,9 +163,7 @@ public final class OfflineSession {
         }
 
         func writeStem(_ i: Int, _ l: UnsafePointer<Float>, _ r: UnsafePointer<Float>, _ n: Int) throws {
-            var peak = stemPeaks[i]
-            for j in 0..<n { peak = max(peak, abs(l[j]), abs(r[j])) }
-            stemPeaks[i] = peak
+            stemPeaks[i] = SamplePeak.update(stemPeaks[i], left: l, right: r, frames: n)
             try stems[i].write(left: l, right: r, frames: n)
         }
     }
@@ -245,7 +243,7 @@ public final class OfflineSession {
         do {
             var peak: Float = 0
             loudness = try normalizer.finish(sink: { l, r, n in
-                for i in 0..<n { peak = max(peak, abs(l[i]), abs(r[i])) }
+                peak = SamplePeak.update(peak, left: l, right: r, frames: n)
                 try writers.mix.write(left: l, right: r, frames: n)
             }, stemSink: writers.stems.isEmpty ? nil : writers.writeStem, shouldStop: shouldStop)
             report.peak = peak
