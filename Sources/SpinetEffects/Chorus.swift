@@ -155,7 +155,7 @@ public struct Chorus: ~Copyable {
     private var needsClear = false
     /// Both delay lines hold zero (`rest` cleared them; nothing processed since).
     private var linesCleared = false
-    private var framesUntilControl = 0
+    private var clock = ControlClock(interval: Self.controlInterval)
 
     /// Not on the render thread: allocates the delay lines (60 ms each).
     public init(sampleRate: Double, parameters: Parameters = Parameters()) {
@@ -245,7 +245,7 @@ public struct Chorus: ~Copyable {
                 tapDelayStep[2 * v + side] = 0
             }
         }
-        framesUntilControl = 0
+        clock.restart()
     }
 
     /// Render thread only. Adds the 100 %-wet stereo return of `frames`
@@ -263,13 +263,8 @@ public struct Chorus: ~Copyable {
         linesCleared = false
         var frame = 0
         while frame < frames {
-            if framesUntilControl == 0 {
-                beginControlPeriod()
-                framesUntilControl = Self.controlInterval
-            }
-            let count = min(framesUntilControl, frames - frame)
-            let offset = Self.controlInterval - framesUntilControl
-            framesUntilControl -= count
+            let (count, offset, begins) = clock.nextPiece(frames - frame)
+            if begins { beginControlPeriod() }
             processBlock(inputLeft: inputLeft + frame, inputRight: inputRight + frame,
                          outputLeft: outputLeft + frame, outputRight: outputRight + frame, offset: offset, count: count)
             frame += count
@@ -299,12 +294,8 @@ public struct Chorus: ~Copyable {
         needsClear = true
         var frame = 0
         while frame < frames {
-            if framesUntilControl == 0 {
-                beginControlPeriod()
-                framesUntilControl = Self.controlInterval
-            }
-            let count = min(framesUntilControl, frames - frame)
-            framesUntilControl -= count
+            let (count, _, begins) = clock.nextPiece(frames - frame)
+            if begins { beginControlPeriod() }
             // processBlock's per-frame steps, less the arithmetic on zeros
             for _ in 0..<count { _ = bypass.next(); _ = feedbackRamp.next(); _ = wetRamp.next() }
             writeIndex = (writeIndex &+ count) & mask

@@ -150,7 +150,7 @@ public struct Delay: ~Copyable {
     private var wetRamp = Ramp(0)
     private var bypass: BypassFade
     private var needsClear = false
-    private var framesUntilControl = 0
+    private var clock = ControlClock(interval: Self.controlInterval)
 
     /// Not on the render thread: allocates two lines of `maxDelaySeconds`
     /// (default 4 s: a whole note down to 60 bpm; 1.5 MB at 48 kHz).
@@ -225,7 +225,7 @@ public struct Delay: ~Copyable {
         feedbackRamp.reset(to: Float(feedback.current))
         wetRamp.reset(to: Float(wet.current))
         updateFilters()
-        framesUntilControl = 0
+        clock.restart()
     }
 
     /// Render thread only. Adds the 100 %-wet stereo return of `frames`
@@ -244,12 +244,8 @@ public struct Delay: ~Copyable {
 
         var frame = 0
         while frame < frames {
-            if framesUntilControl == 0 {
-                beginControlPeriod()
-                framesUntilControl = Self.controlInterval
-            }
-            let count = min(framesUntilControl, frames - frame)
-            framesUntilControl -= count
+            let (count, _, begins) = clock.nextPiece(frames - frame)
+            if begins { beginControlPeriod() }
             let end = frame + count
             while frame < end {
                 let fade = bypass.next()

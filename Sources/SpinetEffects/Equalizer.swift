@@ -97,7 +97,7 @@ public struct Equalizer {
     private var highPassOn: SmoothedValue
     private var highPassRamp = Ramp(0)
     private var bypass: BypassFade
-    private var framesUntilControl = 0
+    private var clock = ControlClock(interval: Self.controlInterval)
 
     /// Allocates nothing; may be created anywhere.
     public init(sampleRate: Double, parameters: Parameters = Parameters()) {
@@ -121,12 +121,8 @@ public struct Equalizer {
     public mutating func process(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
         var frame = 0
         while frame < frames {
-            if framesUntilControl == 0 {
-                beginControlPeriod()
-                framesUntilControl = Self.controlInterval
-            }
-            let count = min(framesUntilControl, frames - frame)
-            framesUntilControl -= count
+            let (count, _, begins) = clock.nextPiece(frames - frame)
+            if begins { beginControlPeriod() }
             let end = frame + count
             while frame < end {
                 let dryL = Double(left[frame]), dryR = Double(right[frame])
@@ -155,7 +151,7 @@ public struct Equalizer {
         highPassOn.jump(to: highPassOn.target)
         highPassRamp.reset(to: Float(highPassOn.current))
         updateCoefficients()
-        framesUntilControl = 0
+        clock.restart()
     }
 
     private mutating func beginControlPeriod() {

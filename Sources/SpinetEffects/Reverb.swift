@@ -288,7 +288,7 @@ public struct Reverb: ~Copyable {
     private var diffusionRamp = Ramp(0)
     private var wetRamp = Ramp(0)
     private var widthRamp = Ramp(0)
-    private var framesUntilControl = 0
+    private var clock = ControlClock(interval: Self.controlInterval)
 
     /// Offsets (in floats) of the work buffers inside `scratch`: per-frame
     /// signals of one control period, and the line reads and writes of that
@@ -476,7 +476,7 @@ public struct Reverb: ~Copyable {
         for i in 0..<Self.lineCount { readDelayEnd[i] = Float(baseLength[i]) }
         setRotations(advancing: 0)
         coefficientsNeedUpdate = true
-        framesUntilControl = 0
+        clock.restart()
     }
 
     /// Number of subnormal values held in the reverb's state (diagnostics
@@ -516,15 +516,11 @@ public struct Reverb: ~Copyable {
 
         var frame = 0
         while frame < frames {
-            if framesUntilControl == 0 {
-                beginControlPeriod()
-                framesUntilControl = Self.controlInterval
-            }
-            let count = min(framesUntilControl, frames - frame)
-            framesUntilControl -= count
+            let (count, offset, begins) = clock.nextPiece(frames - frame)
+            if begins { beginControlPeriod() }
             processBlock(inputLeft: inputLeft + frame, inputRight: inputRight + frame,
                          outputLeft: outputLeft + frame, outputRight: outputRight + frame,
-                         offset: Self.controlInterval - framesUntilControl - count, count: count)
+                         offset: offset, count: count)
             frame += count
         }
     }
@@ -553,12 +549,8 @@ public struct Reverb: ~Copyable {
         needsClear = true
         var frame = 0
         while frame < frames {
-            if framesUntilControl == 0 {
-                beginControlPeriod()
-                framesUntilControl = Self.controlInterval
-            }
-            let count = min(framesUntilControl, frames - frame)
-            framesUntilControl -= count
+            let (count, _, begins) = clock.nextPiece(frames - frame)
+            if begins { beginControlPeriod() }
             restBlock(count: count)
             frame += count
         }

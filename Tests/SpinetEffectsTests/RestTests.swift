@@ -71,6 +71,17 @@ struct RestTests {
         [.play(4000), .silence(tailFrames), .change, .rest(5045), .play(6000), .silence(2000)]
     }
 
+    /// Both plans on `a` and `b` (the same effect, the same state): equal
+    /// bytes from silence, within -120 dB of the peak after a tail.
+    static func expectInStep<E: SpinetEffects.SendEffect & ~Copyable>(_ a: inout E, _ b: inout E, tailFrames: Int,
+                                                                    change: (inout E, Int) -> Void) {
+        let exact = run(&a, &b, plan: fromSilence, change: change)
+        #expect(exact.peak > 0.01 && exact.difference == 0, "\(exact)")
+        let after = run(&a, &b, plan: afterSound(tailFrames: tailFrames), change: change)
+        print("rest after the tail: difference \(after.difference), peak \(after.peak)")
+        #expect(after.peak > 0.01 && after.difference < after.peak * 1e-6, "\(after)")
+    }
+
     @Test func aReverbThatRestsStaysInStep() {
         let change: (inout Reverb, Int) -> Void = { r, turn in
             // every parameter glides (the lengths, decay, pre-delay, levels)
@@ -85,12 +96,7 @@ struct RestTests {
         }
         var a = Reverb(sampleRate: Self.fs, parameters: ReverbPreset.hall.parameters)
         var b = Reverb(sampleRate: Self.fs, parameters: ReverbPreset.hall.parameters)
-        let exact = Self.run(&a, &b, plan: Self.fromSilence, change: change)
-        #expect(exact.peak > 0.01 && exact.difference == 0, "\(exact)")
-        let tail = Int(a.tailSeconds * Self.fs)
-        let after = Self.run(&a, &b, plan: Self.afterSound(tailFrames: tail), change: change)
-        print("rest after the tail: difference \(after.difference), peak \(after.peak)")
-        #expect(after.peak > 0.01 && after.difference < after.peak * 1e-6, "\(after)")
+        Self.expectInStep(&a, &b, tailFrames: Int(a.tailSeconds * Self.fs), change: change)
     }
 
     @Test func aChorusThatRestsStaysInStep() {
@@ -100,12 +106,7 @@ struct RestTests {
         }
         var a = Chorus(sampleRate: Self.fs, parameters: ChorusPreset.wide.parameters)
         var b = Chorus(sampleRate: Self.fs, parameters: ChorusPreset.wide.parameters)
-        let exact = Self.run(&a, &b, plan: Self.fromSilence, change: change)
-        #expect(exact.peak > 0.01 && exact.difference == 0, "\(exact)")
-        let tail = Int(a.tailSeconds * Self.fs)
-        let after = Self.run(&a, &b, plan: Self.afterSound(tailFrames: tail), change: change)
-        print("rest after the tail: difference \(after.difference), peak \(after.peak)")
-        #expect(after.peak > 0.01 && after.difference < after.peak * 1e-6, "\(after)")
+        Self.expectInStep(&a, &b, tailFrames: Int(a.tailSeconds * Self.fs), change: change)
     }
 
     /// The delay cannot rest (its caller processes instead).
