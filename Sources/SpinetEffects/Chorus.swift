@@ -248,6 +248,18 @@ public struct Chorus: ~Copyable {
         clock.restart()
     }
 
+    /// Where `process` (and `rest`) start: true while bypassed and faded
+    /// out: the state is cleared once (so switching back on starts from
+    /// silence), pending glides arrive, and nothing is computed.
+    @inline(__always) private mutating func fadedOut() -> Bool {
+        guard bypass.isSilent else {
+            needsClear = true
+            return false
+        }
+        if needsClear { reset() }
+        return true
+    }
+
     /// Render thread only. Adds the 100 %-wet stereo return of `frames`
     /// frames of input to the outputs. Any frame count, including 0.
     /// Allocates nothing, takes no lock, makes no system call.
@@ -255,11 +267,7 @@ public struct Chorus: ~Copyable {
                                  outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
                                  frames: Int) {
         guard frames > 0 else { return }
-        if bypass.isSilent {
-            if needsClear { reset() }
-            return
-        }
-        needsClear = true
+        if fadedOut() { return }
         linesCleared = false
         var frame = 0
         while frame < frames {
@@ -282,16 +290,12 @@ public struct Chorus: ~Copyable {
     @discardableResult
     public mutating func rest(frames: Int) -> Bool {
         guard frames > 0 else { return true }
-        if bypass.isSilent {
-            if needsClear { reset() }
-            return true
-        }
+        if fadedOut() { return true }
         if !linesCleared {
             bufferLeft.pointer.update(repeating: 0, count: capacity + Self.mirrorFrames)
             bufferRight.pointer.update(repeating: 0, count: capacity + Self.mirrorFrames)
             linesCleared = true
         }
-        needsClear = true
         var frame = 0
         while frame < frames {
             let (count, _, begins) = clock.nextPiece(frames - frame)

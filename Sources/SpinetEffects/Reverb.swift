@@ -497,6 +497,18 @@ public struct Reverb: ~Copyable {
 
     // MARK: Render
 
+    /// Where `process` (and `rest`) start: true while bypassed and faded
+    /// out: the state is cleared once (so switching back on starts from
+    /// silence), pending glides arrive, and nothing is computed.
+    @inline(__always) private mutating func fadedOut() -> Bool {
+        guard bypass.isSilent else {
+            needsClear = true
+            return false
+        }
+        if needsClear { reset() }
+        return true
+    }
+
     /// Render thread only. Adds the 100 %-wet stereo return of `frames`
     /// frames of input to the outputs. Any frame count, including 0; the
     /// inputs may be the same buffers as each other but not the outputs.
@@ -505,13 +517,7 @@ public struct Reverb: ~Copyable {
                                  outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
                                  frames: Int) {
         guard frames > 0 else { return }
-        if bypass.isSilent {
-            // Faded out: clear once (so switching back on starts from
-            // silence), let pending glides arrive, then compute nothing.
-            if needsClear { reset() }
-            return
-        }
-        needsClear = true
+        if fadedOut() { return }
         stateCleared = false
 
         var frame = 0
@@ -538,15 +544,12 @@ public struct Reverb: ~Copyable {
     @discardableResult
     public mutating func rest(frames: Int) -> Bool {
         guard frames > 0 else { return true }
-        if bypass.isSilent {
-            if needsClear { reset() }
-            return true
-        }
+        if fadedOut() { return true }
         if !stateCleared {
             clearState()
             stateCleared = true
+            needsClear = true
         }
-        needsClear = true
         var frame = 0
         while frame < frames {
             let (count, _, begins) = clock.nextPiece(frames - frame)

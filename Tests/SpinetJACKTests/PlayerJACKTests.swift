@@ -165,21 +165,30 @@ struct PlayerJACKTests {
         print("spinet play FILE (period \(period)): exit \(take.status); output:\n\(take.log)")
         #expect(take.status == 0)
         #expect(take.log.contains("playing \(song.path) (0:01)"))
-        let (rl, rr) = try Self.render(song, extra: ["--partitions", "1"])
-        let start = try #require(Self.firstSound(take.left), "nothing recorded")
-        let refStart = try #require(Self.firstSound(rl))
+        let (start, n) = try Self.expectOnePartitionRender(of: song, in: take, label: "period \(period)")
+        // Nothing after the render's end but silence (the next file would start there).
+        #expect(take.left.dropFirst(start + n).allSatisfy { abs($0) < 1e-4 })
+    }
+
+    /// Expects `take` (live play of `song`) to be `song`'s render in one
+    /// partition, every 64-frame block of both channels equal to -100 dB of
+    /// the peak, from the first onset. Returns where the take's sound starts
+    /// and how many frames the render has from its own.
+    static func expectOnePartitionRender(of song: URL, in take: Take, label: String) throws -> (start: Int, frames: Int) {
+        let (rl, rr) = try render(song, extra: ["--partitions", "1"])
+        let start = try #require(firstSound(take.left), "nothing recorded")
+        let refStart = try #require(firstSound(rl))
         let n = rl.count - refStart
         try #require(take.left.count - start >= n, "the recording ends before the render: \(take.left.count - start) < \(n)")
         // Live frame start + i is output frame refStart + i of the render (= its engine frame).
         for (live, reference, side) in [(take.left, rl, "left"), (take.right, rr, "right")] {
-            let c = Self.compare(live[start..<(start + n)], reference[refStart...], outputFrame: refStart)
-            print(String(format: "live vs offline, period %d, %@: %d blocks of 64 differ (worst %.1f dB of the peak), elsewhere %.1f dB; RMS residual %.1f dB",
-                         period, side, c.blocks.count, c.worstBlockDB, c.elsewhereDB, c.rmsDB))
-            #expect(c.blocks.isEmpty, "\(side): blocks differing by more than -100 dB of the peak: \(c.blocks)")
+            let c = compare(live[start..<(start + n)], reference[refStart...], outputFrame: refStart)
+            print(String(format: "live vs offline (--partitions 1), %@, %@: %d blocks of 64 differ (worst %.1f dB of the peak), elsewhere %.1f dB; RMS residual %.1f dB",
+                         label, side, c.blocks.count, c.worstBlockDB, c.elsewhereDB, c.rmsDB))
+            #expect(c.blocks.isEmpty, "\(label), \(side): blocks differing by more than -100 dB of the peak: \(c.blocks)")
             #expect(c.elsewhereDB < -100)
         }
-        // Nothing after the render's end but silence (the next file would start there).
-        #expect(take.left.dropFirst(start + n).allSatisfy { abs($0) < 1e-4 })
+        return (start, n)
     }
 
     /// A file the render's plan splits over several FluidSynth players
@@ -194,16 +203,7 @@ struct PlayerJACKTests {
         #expect((said ?? 0) > 1, "the plan should split the file: \(planned.stderr)")
         let take = try Self.record([song.path], period: 256)
         #expect(take.status == 0, "\(take.log)")
-        let (rl, rr) = try Self.render(song, extra: ["--partitions", "1"])
-        let start = try #require(Self.firstSound(take.left), "nothing recorded")
-        let refStart = try #require(Self.firstSound(rl))
-        let n = rl.count - refStart
-        try #require(take.left.count - start >= n, "the recording ends before the render: \(take.left.count - start) < \(n)")
-        for (live, reference, side) in [(take.left, rl, "left"), (take.right, rr, "right")] {
-            let c = Self.compare(live[start..<(start + n)], reference[refStart...], outputFrame: refStart)
-            print(String(format: "dense file live vs --partitions 1, %@: %d blocks of 64 differ, elsewhere %.1f dB", side, c.blocks.count, c.elsewhereDB))
-            #expect(c.blocks.isEmpty && c.elsewhereDB < -100, "\(side): \(c.blocks.count) blocks differ")
-        }
+        let (start, n) = try Self.expectOnePartitionRender(of: song, in: take, label: "dense file")
         let (pl, _) = try Self.render(song)
         if let planStart = Self.firstSound(pl) {
             let c = Self.compare(take.left[start..<(start + min(n, pl.count - planStart))], pl[planStart...], outputFrame: planStart)
