@@ -37,4 +37,17 @@ struct BypassFade {
     }
 
     @inline(__always) mutating func next() -> Float { ramp.next() }
+
+    /// Where a send effect's call starts: whether it is faded out (compute
+    /// nothing, let pending glides arrive), and whether to reset it first
+    /// (it was heard since it was last cleared, so that switching back on
+    /// starts from silence). `needsClear` is the effect's flag: set while
+    /// it is heard, cleared by its `reset`.
+    @inline(__always) func fadedOut(needsClear: inout Bool) -> (off: Bool, resetFirst: Bool) {
+        guard isSilent else {
+            needsClear = true
+            return (false, false)
+        }
+        return (true, needsClear)
+    }
 }

@@ -248,18 +248,6 @@ public struct Chorus: ~Copyable {
         clock.restart()
     }
 
-    /// Where `process` (and `rest`) start: true while bypassed and faded
-    /// out: the state is cleared once (so switching back on starts from
-    /// silence), pending glides arrive, and nothing is computed.
-    @inline(__always) private mutating func fadedOut() -> Bool {
-        guard bypass.isSilent else {
-            needsClear = true
-            return false
-        }
-        if needsClear { reset() }
-        return true
-    }
-
     /// Render thread only. Adds the 100 %-wet stereo return of `frames`
     /// frames of input to the outputs. Any frame count, including 0.
     /// Allocates nothing, takes no lock, makes no system call.
@@ -267,7 +255,9 @@ public struct Chorus: ~Copyable {
                                  outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
                                  frames: Int) {
         guard frames > 0 else { return }
-        if fadedOut() { return }
+        let (off, resetFirst) = bypass.fadedOut(needsClear: &needsClear)
+        if resetFirst { reset() }
+        if off { return }
         linesCleared = false
         var frame = 0
         while frame < frames {
@@ -290,7 +280,9 @@ public struct Chorus: ~Copyable {
     @discardableResult
     public mutating func rest(frames: Int) -> Bool {
         guard frames > 0 else { return true }
-        if fadedOut() { return true }
+        let (off, resetFirst) = bypass.fadedOut(needsClear: &needsClear)
+        if resetFirst { reset() }
+        if off { return true }
         if !linesCleared {
             bufferLeft.pointer.update(repeating: 0, count: capacity + Self.mirrorFrames)
             bufferRight.pointer.update(repeating: 0, count: capacity + Self.mirrorFrames)

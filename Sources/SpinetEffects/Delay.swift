@@ -228,18 +228,6 @@ public struct Delay: ~Copyable {
         clock.restart()
     }
 
-    /// Where `process` (and `rest`) start: true while bypassed and faded
-    /// out: the state is cleared once (so switching back on starts from
-    /// silence), pending glides arrive, and nothing is computed.
-    @inline(__always) private mutating func fadedOut() -> Bool {
-        guard bypass.isSilent else {
-            needsClear = true
-            return false
-        }
-        if needsClear { reset() }
-        return true
-    }
-
     /// Render thread only. Adds the 100 %-wet stereo return of `frames`
     /// frames of input to the outputs. Any frame count, including 0.
     /// Allocates nothing, takes no lock, makes no system call.
@@ -247,7 +235,9 @@ public struct Delay: ~Copyable {
                                  outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
                                  frames: Int) {
         guard frames > 0 else { return }
-        if fadedOut() { return }
+        let (off, resetFirst) = bypass.fadedOut(needsClear: &needsClear)
+        if resetFirst { reset() }
+        if off { return }
         let bufferLeft = self.bufferLeft.pointer, bufferRight = self.bufferRight.pointer, mask = self.mask
 
         var frame = 0

@@ -497,18 +497,6 @@ public struct Reverb: ~Copyable {
 
     // MARK: Render
 
-    /// Where `process` (and `rest`) start: true while bypassed and faded
-    /// out: the state is cleared once (so switching back on starts from
-    /// silence), pending glides arrive, and nothing is computed.
-    @inline(__always) private mutating func fadedOut() -> Bool {
-        guard bypass.isSilent else {
-            needsClear = true
-            return false
-        }
-        if needsClear { reset() }
-        return true
-    }
-
     /// Render thread only. Adds the 100 %-wet stereo return of `frames`
     /// frames of input to the outputs. Any frame count, including 0; the
     /// inputs may be the same buffers as each other but not the outputs.
@@ -517,7 +505,9 @@ public struct Reverb: ~Copyable {
                                  outputLeft: UnsafeMutablePointer<Float>, outputRight: UnsafeMutablePointer<Float>,
                                  frames: Int) {
         guard frames > 0 else { return }
-        if fadedOut() { return }
+        let (off, resetFirst) = bypass.fadedOut(needsClear: &needsClear)
+        if resetFirst { reset() }
+        if off { return }
         stateCleared = false
 
         var frame = 0
@@ -544,7 +534,9 @@ public struct Reverb: ~Copyable {
     @discardableResult
     public mutating func rest(frames: Int) -> Bool {
         guard frames > 0 else { return true }
-        if fadedOut() { return true }
+        let (off, resetFirst) = bypass.fadedOut(needsClear: &needsClear)
+        if resetFirst { reset() }
+        if off { return true }
         if !stateCleared {
             clearState()
             stateCleared = true
