@@ -66,7 +66,7 @@ target_modules() {
     PresetFileFuzzer) echo SpinetSupport SpinetSynth ;;
     ConfigFuzzer) echo SpinetSupport SpinetSettings ;;
     SoundFontFuzzer) echo SpinetSoundFont ;;
-    PluginStateFuzzer) echo SpinetSupport SpinetPlugin ;;
+    PluginStateFuzzer) echo SpinetSupport SpinetSoundFont SpinetPlugin ;;
   esac
 }
 # What each module depends on (Package.swift's graph, C shims aside: those

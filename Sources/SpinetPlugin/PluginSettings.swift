@@ -158,7 +158,7 @@ public struct PluginSettings: Equatable, Sendable {
             return false
         }
         candidates = configFonts + candidates + SoundFontLocator.candidates()
-        guard let font = candidates.first(where: { FileManager.default.isReadableFile(atPath: $0) }) else { return nil }
+        guard let font = candidates.first(where: SoundFontLocator.isReadableFontFile) else { return nil }
         var s = PluginSettings(soundFont: font)
         s.channels = config.channels
         if let path = config.presets {
@@ -256,7 +256,7 @@ public struct PluginSettings: Equatable, Sendable {
         let saved = try string("soundfont")
         let candidates = Self.soundFontCandidates(override: soundFontOverride, saved: saved, bundleDirectory: bundleDirectory)
         guard let first = candidates.first else { throw Problem("the saved state names no SoundFont") }
-        if let found = candidates.first(where: { FileManager.default.isReadableFile(atPath: $0) }) {
+        if let found = candidates.first(where: SoundFontLocator.isReadableFontFile) {
             self.init(soundFont: found)
         } else {
             self.init(soundFont: first)

@@ -29,7 +29,16 @@ public enum SoundFontLocator {
 
     /// The first candidate that exists, or nil.
     public static func defaultSoundFont() -> String? {
-        candidates().first { FileManager.default.isReadableFile(atPath: $0) }
+        candidates().first(where: isReadableFontFile)
+    }
+
+    /// Whether `path` could be a font to load: a regular file (or a link to
+    /// one) this process may read. A directory is readable too, but no
+    /// font: a saved state naming "/" must not count as finding its font.
+    public static func isReadableFontFile(_ path: String) -> Bool {
+        var st = stat()
+        guard !path.isEmpty, stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return false }
+        return access(path, R_OK) == 0
     }
 
     public static func executablePath() -> String {

@@ -125,6 +125,19 @@ struct PluginStateDamageTests {
         #expect(out.left.map { abs($0) }.max()! > 0.01)
     }
 
+    /// A state whose font path is a directory ("/", found by the state
+    /// fuzzer) has no font there: the host's override is taken (missing
+    /// here, so the restore says where it looked), not the directory.
+    @Test func aDirectoryIsNoSavedFont() throws {
+        let moved = "/nonexistent-\(getpid())/moved.sf2"
+        let s = try PluginSettings(json: #"{"spinet-plugin-state": 1, "soundfont": "/"}"#, soundFontOverride: moved)
+        #expect(s.soundFont == moved)
+        #expect(s.missingSoundFont == [moved, "/"])
+        let tmp = FileManager.default.temporaryDirectory.path
+        let direct = try PluginSettings(json: #"{"spinet-plugin-state": 1, "soundfont": "\#(tmp)"}"#)
+        #expect(direct.soundFont == tmp && direct.missingSoundFont == [tmp])
+    }
+
     /// The plugin state fuzzer's seeds (Fuzz/corpus/PluginStateFuzzer): each
     /// is restored, or refused with one log line leaving the settings as
     /// they were; none traps.
