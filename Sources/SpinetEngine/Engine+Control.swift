@@ -156,6 +156,7 @@ extension Engine {
     /// True once a requested fade-out has reached silence.
     public var isFadedOut: Bool { masterBus.isFadedOut }
 
-    /// Sets the master gain in dB (render thread, or before rendering starts).
-    public func setGain(dB: Double) { masterBus.setGain(dB: dB) }
+    /// Sets the master gain in dB (render thread, or before rendering
+    /// starts; `ramp` false: from the first frame, not ramping to it).
+    public func setGain(dB: Double, ramp: Bool = true) { masterBus.setGain(dB: dB, ramp: ramp) }
 }

@@ -55,6 +55,14 @@ public final class HandOver<Object: AnyObject>: @unchecked Sendable {
     /// Whether an offer waits for the render thread.
     public var isPending: Bool { pendingSlot.load(ordering: .acquiring) != 0 }
 
+    /// What the render thread handed back, with its reference now the
+    /// caller's (to release elsewhere), if anything.
+    public func takeBack() -> Object? {
+        let bits = retiredSlot.exchange(0, ordering: .acquiring)
+        guard bits != 0 else { return nil }
+        return Unmanaged<Object>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
+    }
+
     /// Releases what the render thread handed back; true when there was something.
     @discardableResult
     public func collect() -> Bool {

@@ -87,9 +87,11 @@ public final class MasterBus: @unchecked Sendable {
     public var latencyFrames: Int { limiter?.lookahead ?? 0 }
 
     /// Sets the master gain in dB (render thread, or before rendering
-    /// starts); the ramp moves to it from the next block on.
-    public func setGain(dB: Double) {
+    /// starts); the ramp moves to it from the next block on, or, with
+    /// `ramp` false (a graph about to start), starts there.
+    public func setGain(dB: Double, ramp: Bool = true) {
         masterGain = Float(pow(10, dB / 20))
+        if !ramp { currentGain = masterGain * masterVolume }
     }
 
     /// Moves the limiter's ceiling (render thread, or before rendering

@@ -80,6 +80,11 @@ public func spinetPluginDeactivate(_ p: OpaquePointer?) {
     instance(p)?.deactivate()
 }
 
+@_cdecl("spinet_plugin_wait_for_spare")
+public func spinetPluginWaitForSpare(_ p: OpaquePointer?, _ timeoutMilliseconds: UInt32) -> Int32 {
+    instance(p)?.waitForSpare(seconds: Double(timeoutMilliseconds) / 1000) == true ? 1 : 0
+}
+
 @_cdecl("spinet_plugin_process")
 public func spinetPluginProcess(_ p: OpaquePointer?, _ frames: UInt32, _ left: UnsafeMutablePointer<Float>?,
                                 _ right: UnsafeMutablePointer<Float>?, _ events: UnsafePointer<spinet_midi_event>?, _ count: UInt32) {

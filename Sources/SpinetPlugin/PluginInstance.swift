@@ -21,6 +21,12 @@ import SpinetSynth
 ///   called by an LV2 host's worker, or by the instance's own loader thread
 ///   for a `requestSoundFont` (any thread, the audio thread too), whose
 ///   results `takeSoundFontResult` gives back;
+/// - `activate` and `deactivate` may run on a host's audio thread (Ardour
+///   deactivates and activates its plugins there at every transport stop
+///   and after an export): an activation takes a spare graph the loader
+///   thread built and prepared beforehand, and the graphs they replace are
+///   released by the loader thread. Neither loads a font or frees a graph
+///   once a spare is ready;
 /// - `process` runs on the audio thread: it allocates nothing, takes no lock
 ///   and makes no system call. A graph built off the audio thread (a
 ///   restored state) reaches it through an atomic slot and the one it
@@ -52,6 +58,17 @@ public final class PluginInstance: @unchecked Sendable {
     private var current: Unmanaged<EngineGraph>?
     /// Graphs built and prepared off the audio thread, and the ones they replaced, handed back.
     private let graphs = HandOver<EngineGraph>()
+    /// The graph the next activation takes, fresh: built and prepared by the
+    /// loader thread for `settings` as they were at `spareGeneration`, for
+    /// blocks of `spareFrames` (the parameters are applied at the swap).
+    private var spare: EngineGraph?
+    private var spareGeneration = -1
+    private var spareFrames = 0
+    /// Counts the changes of `settings` a spare must follow (a font, a restored state).
+    private var generation = 0
+    /// Graphs an activation or deactivation replaced: released by the
+    /// loader thread, not on the thread that activates.
+    private var retiring = [EngineGraph?](repeating: nil, count: 8)
 
     // parameters: the value asked for (any thread), the value applied (audio thread)
     private let gainBits = Atomic<UInt64>(0)
@@ -79,6 +96,8 @@ public final class PluginInstance: @unchecked Sendable {
 
     // the call's events, converted (audio thread)
     public static let eventCapacity = 8192
+    /// `PluginParameter.allCases.count`, without building the array.
+    private static let parameterCount = PluginParameter.allCases.count
     private let scratch: UnsafeMutablePointer<CallbackEvent>
     /// Events beyond `eventCapacity` in one call, dropped.
     public let droppedEvents = Atomic<Int>(0)
@@ -98,8 +117,8 @@ public final class PluginInstance: @unchecked Sendable {
         settings = defaults
         self.bundleDirectory = bundleDirectory
         defaultSoundFont = defaults.soundFont
-        applied = .allocate(capacity: PluginParameter.allCases.count)
-        applied.initialize(repeating: .nan, count: PluginParameter.allCases.count)
+        applied = .allocate(capacity: Self.parameterCount)
+        applied.initialize(repeating: .nan, count: Self.parameterCount)
         scratch = .allocate(capacity: Self.eventCapacity)
         scratch.initialize(repeating: CallbackEvent(offset: 0, .systemReset), count: Self.eventCapacity)
         let graph: EngineGraph
@@ -110,10 +129,10 @@ public final class PluginInstance: @unchecked Sendable {
         }
         current = .passRetained(graph)
         storeParameters(defaults.parameters)
-        loader = SoundFontLoader { [weak self] path in
+        loader = SoundFontLoader(load: { [weak self] path in
             guard let self else { return (-1, "") }
             return (self.loadSoundFontLogging(path), self.soundFontPath)
-        }
+        }, upkeep: { [weak self] in self?.upkeep() })
     }
 
     deinit {
@@ -171,8 +190,9 @@ public final class PluginInstance: @unchecked Sendable {
     // MARK: the graph (control side)
 
     /// A graph for `s` (not prepared), with `reusing`'s SoundFont player if
-    /// it was built for the same font and never prepared, else a new one.
-    private func build(_ s: PluginSettings, reusing old: EngineGraph? = nil) throws(PluginSettings.Problem) -> EngineGraph {
+    /// it was built for the same font and never prepared, else a new one
+    /// (whose warnings about the font go to the log, unless `quiet`).
+    private func build(_ s: PluginSettings, reusing old: EngineGraph? = nil, quiet: Bool = false) throws(PluginSettings.Problem) -> EngineGraph {
         let g = try s.graphSettings()
         let unit: SoundFontUnit
         if let old, old.engine.maxFrames == 0, old.settings.soundFont.fluidEffects == g.soundFont.fluidEffects,
@@ -182,7 +202,7 @@ public final class PluginInstance: @unchecked Sendable {
             do { unit = try GraphBuilder.liveSoundFont(g, fonts: [s.soundFont], rate: sampleRate) } catch {
                 throw PluginSettings.Problem(Self.hostWording(error.description))
             }
-            for w in unit.fontWarnings { log(1, Self.hostWording(w)) }
+            if !quiet { for w in unit.fontWarnings { log(1, Self.hostWording(w)) } }
         }
         do { return try GraphBuilder.live(g, soundFont: unit, inputCapacities: []) } catch {
             throw PluginSettings.Problem(error.description)
@@ -217,30 +237,54 @@ public final class PluginInstance: @unchecked Sendable {
 
     // MARK: control side
 
-    /// Prepares the graph for blocks of up to `maxFrames` (0: not known;
-    /// longer calls are rendered in pieces).
+    /// Puts `graph` (the caller's reference) aside, for the loader thread to
+    /// release (here only when all 8 places are taken).
+    private func putAside(_ graph: EngineGraph) {
+        for i in 0..<retiring.count where retiring[i] == nil {
+            retiring[i] = graph
+            return
+        }
+    }
+
+    /// Prepares a graph for blocks of up to `maxFrames` (0: not known;
+    /// longer calls are rendered in pieces), from silence: the current one
+    /// if it never played, else the spare, else (the first activation, a
+    /// new block size, a change the spare has not followed yet) a new one.
     public func activate(maxFrames requested: Int) throws(PluginSettings.Problem) {
         try control.withLock { _ throws(PluginSettings.Problem) in
-            collect()
+            if let back = graphs.takeBack() { putAside(back) }
             let frames = requested > 0 ? min(requested, 8192) : 1024
-            // A graph with the parameters as they are now (the gain and
-            // ceiling start there, not ramping from the old values), from
-            // silence: the SoundFont player is kept if it never played.
-            settings.parameters = loadParameters()
-            let graph = try build(settings, reusing: current?.takeUnretainedValue())
-            current?.release()
-            current = .passRetained(graph)
-            graph.engine.prepare(sampleRate: sampleRate, maxFrames: frames)
-            // the return levels start where the parameters are, not ramping from full
+            let old = current?.takeUnretainedValue()
+            let graph: EngineGraph
+            if let old, old.engine.maxFrames == frames, !rendered.load(ordering: .acquiring) {
+                graph = old
+            } else if let s = spare, spareFrames == frames, spareGeneration == generation {
+                spare = nil
+                graph = s
+            } else {
+                // the parameters as they are now; the SoundFont player is kept if it was never prepared
+                settings.parameters = loadParameters()
+                graph = try build(settings, reusing: old)
+                graph.engine.prepare(sampleRate: sampleRate, maxFrames: frames)
+            }
+            if graph !== old {
+                if let c = current { putAside(c.takeRetainedValue()) }
+                current = .passRetained(graph)
+            }
+            // The gain, ceiling and return levels start where the parameters
+            // are, not ramping from the values the graph was built with.
+            graph.engine.setGain(dB: parameter(.gain), ramp: false)
+            graph.engine.masterBus.setCeiling(dBFS: parameter(.ceiling))
             graph.engine.sendEffects?.setReturnLevels(reverb: Float(parameter(.reverb)), chorus: Float(parameter(.chorus)),
                                                       delay: Float(parameter(.delay)), ramp: false)
             warmEventPath(font: settings.soundFont, settings: graph.settings)
             maxFrames = frames
-            applied.update(repeating: .nan, count: PluginParameter.allCases.count)
+            applied.update(repeating: .nan, count: Self.parameterCount)
             appliedTempo = 0
             replayPending = true
             rendered.store(false, ordering: .releasing)
             active = true
+            loader.requestUpkeep()   // the next spare
         }
     }
 
@@ -249,11 +293,55 @@ public final class PluginInstance: @unchecked Sendable {
             active = false
             // a graph the audio thread did not take is the one to keep
             if let graph = graphs.withdraw() {
-                current?.release()
+                if let c = current { putAside(c.takeRetainedValue()) }
                 current = .passRetained(graph)
+                rendered.store(false, ordering: .releasing)
             }
-            collect()
+            if let back = graphs.takeBack() { putAside(back) }
+            loader.requestUpkeep()
+        }
+    }
+
+    /// Waits up to `seconds` for the spare graph the next activation takes
+    /// (tests; a host never needs to). True when it is ready.
+    public func waitForSpare(seconds: Double) -> Bool {
+        var waited = 0.0
+        while true {
+            if control.withLock({ _ in spare != nil && spareGeneration == generation && spareFrames == maxFrames }) { return true }
+            guard waited < seconds else { return false }
+            usleep(2000)
+            waited += 0.002
+        }
+    }
+
+    /// The loader thread's upkeep: releases the graphs put aside, passes on
+    /// the log lines of the graph in use, and builds the spare (a failed
+    /// build leaves it to the next activation, which says why).
+    private func upkeep() {
+        var (doomed, job) = control.withLock { _ -> ([EngineGraph], (PluginSettings, Int, Int)?) in
+            var doomed: [EngineGraph] = []
+            for i in retiring.indices where retiring[i] != nil {
+                doomed.append(retiring[i]!)
+                retiring[i] = nil
+            }
+            if let s = spare, spareGeneration != generation || spareFrames != maxFrames {
+                doomed.append(s)
+                spare = nil
+            }
             drainLogs(current?.takeUnretainedValue())
+            return (doomed, maxFrames > 0 && spare == nil ? (settings, generation, maxFrames) : nil)
+        }
+        for graph in doomed { drainLogs(graph) }
+        doomed.removeAll()
+        guard let (s, built, frames) = job else { return }
+        job = nil
+        guard let graph = try? build(s, quiet: true) else { return }
+        graph.engine.prepare(sampleRate: sampleRate, maxFrames: frames)
+        control.withLock { _ in
+            guard spare == nil, built == generation, frames == maxFrames else { return }
+            spare = graph
+            spareGeneration = built
+            spareFrames = frames
         }
     }
 
@@ -287,6 +375,8 @@ public final class PluginInstance: @unchecked Sendable {
                 install(try build(next))
             }
             settings = next
+            generation += 1
+            loader?.requestUpkeep()
             log(0, "SoundFont: \(path)")
         }
     }
@@ -384,6 +474,8 @@ public final class PluginInstance: @unchecked Sendable {
             if active { forgetRequested.store(true, ordering: .releasing) } else { channelState.forgetAll() }
             install(graph)
             settings = restored
+            generation += 1
+            loader.requestUpkeep()
         }
     }
 
@@ -441,7 +533,7 @@ public final class PluginInstance: @unchecked Sendable {
         if let graph = graphs.take() {
             if let old = current { graphs.retire(old) }
             current = graph
-            for i in 0..<PluginParameter.allCases.count { applied[i] = .nan }
+            for i in 0..<Self.parameterCount { applied[i] = .nan }
             appliedTempo = 0
         }
         guard let current, frames > 0 else { return }

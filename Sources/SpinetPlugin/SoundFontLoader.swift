@@ -53,7 +53,9 @@ final class LatestRecord: @unchecked Sendable {
 /// thread too) through `PluginInstance.loadSoundFont`, the same call an LV2
 /// host's worker makes, and reports each load (`takeResult`, and the
 /// listener). The newest request wins: one asked for while another loads
-/// is loaded next, and any between them are skipped.
+/// is loaded next, and any between them are skipped. Between loads it does
+/// the instance's upkeep when asked (`requestUpkeep`): the spare graph of
+/// the next activation, and the release of the graphs put aside.
 final class SoundFontLoader: @unchecked Sendable {
     /// The longest path a request carries (bytes, without the NUL).
     static let pathCapacity = 4095
@@ -64,6 +66,7 @@ final class SoundFontLoader: @unchecked Sendable {
     private let requested = Atomic<Int>(0)
     private let finished = Atomic<Int>(0)
     private let quit = Atomic<Bool>(false)
+    private let upkeepRequested = Atomic<Bool>(false)
     private let wake: UnsafeMutablePointer<sem_t>
     private var thread: NativeThread?
 
@@ -73,12 +76,15 @@ final class SoundFontLoader: @unchecked Sendable {
     typealias Listener = @Sendable (Int32) -> Void
 
     private let load: Load
+    /// What `requestUpkeep` has the thread do.
+    private let upkeep: @Sendable () -> Void
     private let listener = Mutex<Listener?>(nil)
 
-    init(load: @escaping Load) {
+    init(load: @escaping Load, upkeep: @escaping @Sendable () -> Void = {}) {
         wake = .allocate(capacity: 1)
         sem_init(wake, 0, 0)
         self.load = load
+        self.upkeep = upkeep
         // (the thread holds the loader until `stop`, which its owner calls)
         thread = NativeThread(name: "spinet-fonts") { [self] in run() }
     }
@@ -116,6 +122,13 @@ final class SoundFontLoader: @unchecked Sendable {
         requested.add(1, ordering: .acquiringAndReleasing)
         sem_post(wake)
         return true
+    }
+
+    /// Has the thread run `upkeep` once more, after any load in hand. Lock-
+    /// and allocation-free (one semaphore post), from any thread.
+    func requestUpkeep() {
+        guard !quit.load(ordering: .acquiring), !upkeepRequested.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        sem_post(wake)
     }
 
     /// Waits until every request made before this call has been dealt with.
@@ -169,6 +182,7 @@ final class SoundFontLoader: @unchecked Sendable {
             }
             finished.store(target, ordering: .releasing)
             if let last, !quit.load(ordering: .acquiring), let l = listener.withLock({ $0 }) { l(last) }
+            if upkeepRequested.exchange(false, ordering: .acquiringAndReleasing), !quit.load(ordering: .acquiring) { upkeep() }
         }
         finished.store(requested.load(ordering: .acquiring), ordering: .releasing)
     }

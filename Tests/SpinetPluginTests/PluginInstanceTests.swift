@@ -206,6 +206,42 @@ struct PluginInstanceTests {
         #expect(first.left == again.left)
     }
 
+    /// Ardour deactivates and activates its plugins on its audio thread, at
+    /// every transport stop and after an export. Once the loader thread has
+    /// the spare graph ready, that pair allocates and frees nothing (no font
+    /// is loaded, no graph released there), and the spare sounds exactly as
+    /// a fresh instance does, with the parameters as they are now.
+    @Test(.realtimeProbe, .enabled(if: RealtimeProbe.isActive, "the allocation probe is not active in this process"))
+    func reactivationTakesTheSpareAndAllocatesNothing() throws {
+        let events = (synthNotes(at: [100, 3000]) + [(1200, [0x91, 64, 100]), (5000, [0x81, 64, 0])]).sorted { $0.frame < $1.frame }
+        let d = try PluginDriver(rate: 48000)
+        #expect(spinet_plugin_activate(d.plugin, 256) == 0)
+        _ = d.render(frames: 8000, block: 256, events: events)
+        spinet_plugin_set_param(d.plugin, UInt32(SPINET_PARAM_GAIN.rawValue), -6)
+        spinet_plugin_set_param(d.plugin, UInt32(SPINET_PARAM_REVERB.rawValue), 0.5)
+        try #require(spinet_plugin_wait_for_spare(d.plugin, 60_000) == 1, "the loader thread built no spare")
+        let cycle = RealtimeProbe.counts { () -> Int32 in
+            spinet_plugin_deactivate(d.plugin)
+            return spinet_plugin_activate(d.plugin, 256)
+        }
+        #expect(cycle.result == 0)
+        #expect(cycle.allocations == 0 && cycle.frees == 0, "deactivate + activate: \(cycle.allocations) allocations, \(cycle.frees) frees")
+        let again = d.render(frames: 12000, block: 256, events: events)
+        let fresh = try PluginDriver(rate: 48000)
+        spinet_plugin_set_param(fresh.plugin, UInt32(SPINET_PARAM_GAIN.rawValue), -6)
+        spinet_plugin_set_param(fresh.plugin, UInt32(SPINET_PARAM_REVERB.rawValue), 0.5)
+        #expect(spinet_plugin_activate(fresh.plugin, 256) == 0)
+        let first = fresh.render(frames: 12000, block: 256, events: events)
+        #expect(again.left.map { abs($0) }.max()! > 0.01)
+        #expect(again.left == first.left && again.right == first.right, "the spare sounds as a fresh instance")
+        // a new block size is prepared anew, and still from silence
+        spinet_plugin_deactivate(d.plugin)
+        #expect(spinet_plugin_activate(d.plugin, 512) == 0)
+        let bigger = d.render(frames: 12000, block: 512, events: events)
+        #expect(bigger.left.map { abs($0) }.max()! > 0.01)
+        #expect(bigger.left[0..<100].allSatisfy { $0 == 0 })
+    }
+
     @Test func gainParameterScalesTheOutput() throws {
         let d = try PluginDriver(rate: 48000), e = try PluginDriver(rate: 48000)
         spinet_plugin_set_param(e.plugin, UInt32(SPINET_PARAM_GAIN.rawValue), -12)

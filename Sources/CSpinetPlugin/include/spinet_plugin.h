@@ -75,9 +75,16 @@ void spinet_plugin_destroy(spinet_plugin *plugin);
 
 // Prepares everything process needs for blocks of up to `max_frames`
 // (0: unknown; process still takes any size, in pieces). 0 on success.
+// A re-activation with the same block size takes a spare graph the core's
+// loader thread prepared in the background: no font load, no allocation, so
+// that a host may (as Ardour does at every transport stop) deactivate and
+// activate on its audio thread.
 int spinet_plugin_activate(spinet_plugin *plugin, uint32_t max_frames);
 // Stops sounding notes; a later activate starts from silence.
 void spinet_plugin_deactivate(spinet_plugin *plugin);
+// Waits up to `timeout_ms` for the spare graph the next activation takes
+// (for tests: a host need not wait). 1 when it is ready, else 0.
+int spinet_plugin_wait_for_spare(spinet_plugin *plugin, uint32_t timeout_ms);
 
 // Renders `frames` frames (any number) into `left` and `right`
 // (overwritten), applying each event at its frame: Spinet's synth on the
