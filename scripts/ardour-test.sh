@@ -83,7 +83,7 @@ cc -std=gnu11 -O2 -Wall -Wextra -shared -fPIC -o "$work/midnam-spy.so" "$here/mi
 spy() { SPINET_MIDNAM_SPY=$1 LD_PRELOAD=$work/midnam-spy.so "${@:2}"; }
 
 log=$work/create.log
-EVENTS=$events FRAMES=$frames spy "$work/midnam-create.log" ardour7-lua "$here/create.lua" > "$log" 2>&1
+EVENTS=$events FRAMES=$frames spy "$work/midnam-create.log" timeout -k 10 300 ardour7-lua "$here/create.lua" > "$log" 2>&1
 grep '^ardour-test:' "$log"
 grep -q '^ardour-test: listed Spinet creator The Spinet developers' "$log" \
   && echo "ardour-test: ok   Ardour lists Spinet with its creator" \
@@ -113,8 +113,23 @@ PY
 # 2. the bounce, against the project's own host. Ardour compensates
 # Spinet's latency by handing each event to it that many frames before its
 # frame: the host plays the events so (the latency is the one Ardour reports).
-ardour7-export -b float -o "$work/ardour.wav" "$SESSION_DIR" "$SESSION_NAME" > "$work/export.log" 2>&1 \
-  || { echo "ardour-test: FAIL ardour7-export:"; cat "$work/export.log"; exit 1; }
+# ardour7-export itself dies now and then: about 1 export in 30 here (1 in 5
+# under gdb), glibc reports heap corruption in Ardour's export teardown
+# (PortExportChannel, ExportGraphBuilder, AudioGrapher's Limiter), and
+# under AddressSanitizer its butler once deadlocked in start_audio_export.
+# valgrind (5 runs) and a sanitized build of the plugin found no bad access
+# by Spinet, and the cause is not found (see docs/testing.md). So an export
+# that dies by a signal or hangs (5 minutes) is tried once more, saying so;
+# a second one fails the test.
+export_session() {
+  timeout -k 10 300 ardour7-export -b float -o "$work/ardour.wav" "$SESSION_DIR" "$SESSION_NAME" > "$work/export.log" 2>&1
+}
+export_session; rc=$?
+if (( rc == 124 || rc > 128 )); then
+  echo "ardour-test: ardour7-export $( ((rc == 124)) && echo "hung" || echo "died by signal $((rc - 128))"): $(grep -v '^\*' "$work/export.log" | grep -m1 . | cut -c1-200); once more"
+  export_session; rc=$?
+fi
+(( rc == 0 )) || { echo "ardour-test: FAIL ardour7-export (exit $rc):"; cat "$work/export.log"; exit 1; }
 latency=$(awk '$1 == "ardour-test:" && $2 == "latency:" {print $4}' "$log")
 [[ $latency =~ ^[0-9]+$ ]] || { echo "ardour-test: FAIL Ardour reported no latency for Spinet:"; cat "$log"; exit 1; }
 python3 "$here/check.py" "$work/ardour.wav" "$latency" "$music_end" "$PLUGINS/lv2-host" "$PLUGINS/spinet.lv2" "$work" \
@@ -133,7 +148,7 @@ saved_font=$(sed -n 's/.*"soundfont": "\(.*\)",/\1/p' "$state/state.ttl")
 sed -i 's/"channels": \[\]/"channels": ["4=synth"]/' "$state/state.ttl"
 mv "$HOME/.lv2/spinet.lv2/SoundFonts/sf_GMbank.sf2" "$HOME/.lv2/spinet.lv2/SoundFonts/moved.sf2"
 rm -f "$SESSION_DIR"/externals/*/sf_GMbank.sf2 2>/dev/null
-spy "$work/midnam-reopen.log" ardour7-lua "$here/reopen.lua" > "$work/reopen.log" 2>&1
+spy "$work/midnam-reopen.log" timeout -k 10 300 ardour7-lua "$here/reopen.lua" > "$work/reopen.log" 2>&1
 grep '^ardour-test:' "$work/reopen.log"
 if grep -q "$saved_font" "$work/reopen.log" && grep -q "other settings are restored" "$work/reopen.log"; then
   echo "ardour-test: ok   the host's log names the missing font: $(grep -m1 'not found' "$work/reopen.log" | cut -c1-300)"
