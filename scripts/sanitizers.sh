@@ -8,8 +8,9 @@
 #   thread   ThreadSanitizer, the suites where threads meet (.build-tsan):
 #            the engine and its event queue, the SoundFont unit and offline
 #            renderer, the ALSA side (SysEx assembly, record ring, instrument
-#            swap), the synth in the engine, and `spinet render` on two
-#            render threads.
+#            swap), the synth in the engine, the plugin core (its loader
+#            thread, the spare graph, font changes while processing) and
+#            `spinet render` on two render threads.
 #
 # FILTER (a `swift test --filter` regular expression) runs only those tests,
 # in place of the whole suite or the ThreadSanitizer selection: for example
@@ -35,7 +36,7 @@ WHICH=${1:-all}
 FILTER=${2-}
 
 # Where threads meet: run under ThreadSanitizer.
-THREAD_TESTS='SpinetEngineTests|SpinetSoundFontTests|SpinetALSATests|SpinetSynthTests\.EngineIntegrationTests|RenderCommandTests/(twoRendersAreByteIdentical|theThreadCountDoesNotChangeTheOutput|ctrlCLeavesNoPartialFile)'
+THREAD_TESTS='SpinetEngineTests|SpinetSoundFontTests|SpinetPluginTests|SpinetALSATests|SpinetSynthTests\.EngineIntegrationTests|RenderCommandTests/(twoRendersAreByteIdentical|theThreadCountDoesNotChangeTheOutput|ctrlCLeavesNoPartialFile)'
 
 export SPINET_SKIP_SLOW_TESTS=1
 # FluidSynth decodes an SF3 font's samples in OpenMP tasks. `spinet` runs

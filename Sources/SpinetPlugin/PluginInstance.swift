@@ -46,9 +46,13 @@ public final class PluginInstance: @unchecked Sendable {
     public let defaultSoundFont: String
 
     // control side, under `control`
-    private let control = Mutex<Void>(())
+    private let control = PThreadLock()
     private var settings: PluginSettings
     private var active = false
+    /// `active`, as `process` reads it: between a deactivation and the next
+    /// activation it renders silence and touches no graph (the loader may be
+    /// installing one then).
+    private let processing = Atomic<Bool>(false)
     private var maxFrames = 0
     /// Set once the current graph has rendered: a later activation builds a
     /// fresh one (activation starts from silence, and from the same state).
@@ -251,7 +255,7 @@ public final class PluginInstance: @unchecked Sendable {
     /// if it never played, else the spare, else (the first activation, a
     /// new block size, a change the spare has not followed yet) a new one.
     public func activate(maxFrames requested: Int) throws(PluginSettings.Problem) {
-        try control.withLock { _ throws(PluginSettings.Problem) in
+        try control.withLock { () throws(PluginSettings.Problem) in
             if let back = graphs.takeBack() { putAside(back) }
             let frames = requested > 0 ? min(requested, 8192) : 1024
             let old = current?.takeUnretainedValue()
@@ -284,13 +288,15 @@ public final class PluginInstance: @unchecked Sendable {
             replayPending = true
             rendered.store(false, ordering: .releasing)
             active = true
+            processing.store(true, ordering: .releasing)
             loader.requestUpkeep()   // the next spare
         }
     }
 
     public func deactivate() {
-        control.withLock { _ in
+        control.withLock {
             active = false
+            processing.store(false, ordering: .releasing)
             // a graph the audio thread did not take is the one to keep
             if let graph = graphs.withdraw() {
                 if let c = current { putAside(c.takeRetainedValue()) }
@@ -307,7 +313,7 @@ public final class PluginInstance: @unchecked Sendable {
     public func waitForSpare(seconds: Double) -> Bool {
         var waited = 0.0
         while true {
-            if control.withLock({ _ in spare != nil && spareGeneration == generation && spareFrames == maxFrames }) { return true }
+            if control.withLock({ spare != nil && spareGeneration == generation && spareFrames == maxFrames }) { return true }
             guard waited < seconds else { return false }
             usleep(2000)
             waited += 0.002
@@ -318,7 +324,7 @@ public final class PluginInstance: @unchecked Sendable {
     /// the log lines of the graph in use, and builds the spare (a failed
     /// build leaves it to the next activation, which says why).
     private func upkeep() {
-        var (doomed, job) = control.withLock { _ -> ([EngineGraph], (PluginSettings, Int, Int)?) in
+        var (doomed, job) = control.withLock { () -> ([EngineGraph], (PluginSettings, Int, Int)?) in
             var doomed: [EngineGraph] = []
             for i in retiring.indices where retiring[i] != nil {
                 doomed.append(retiring[i]!)
@@ -337,7 +343,7 @@ public final class PluginInstance: @unchecked Sendable {
         job = nil
         guard let graph = try? build(s, quiet: true) else { return }
         graph.engine.prepare(sampleRate: sampleRate, maxFrames: frames)
-        control.withLock { _ in
+        control.withLock {
             guard spare == nil, built == generation, frames == maxFrames else { return }
             spare = graph
             spareGeneration = built
@@ -348,7 +354,7 @@ public final class PluginInstance: @unchecked Sendable {
     /// Loads `path` and hands it to the audio thread (or, inactive, makes it
     /// the font of the next activation). The old font keeps playing on failure.
     public func loadSoundFont(_ path: String) throws(PluginSettings.Problem) {
-        try control.withLock { _ throws(PluginSettings.Problem) in
+        try control.withLock { () throws(PluginSettings.Problem) in
             var next = settings
             next.soundFont = path
             next.parameters = loadParameters()
@@ -431,14 +437,14 @@ public final class PluginInstance: @unchecked Sendable {
     /// the thread that processes, or while none does).
     public var activeVoices: Int { current?.takeUnretainedValue().engine.statistics.activeVoices ?? 0 }
 
-    public var soundFontPath: String { control.withLock { _ in settings.soundFont } }
+    public var soundFontPath: String { control.withLock { settings.soundFont } }
 
-    func currentFontAndPresets() -> (String, PresetBank) { control.withLock { _ in (settings.soundFont, settings.presets) } }
+    func currentFontAndPresets() -> (String, PresetBank) { control.withLock { (settings.soundFont, settings.presets) } }
 
     /// The settings, with the font of any request made before this call.
     public func saveState() -> String {
         loader.finishRequests()
-        return control.withLock { _ in
+        return control.withLock {
             var s = settings
             s.parameters = loadParameters()
             return s.json()
@@ -454,7 +460,7 @@ public final class PluginInstance: @unchecked Sendable {
         // a font asked for before the state loads first: the state replaces it
         loader.finishRequests()
         var restored = try PluginSettings(json: json, soundFontOverride: soundFontOverride, bundleDirectory: bundleDirectory)
-        try control.withLock { _ throws(PluginSettings.Problem) in
+        try control.withLock { () throws(PluginSettings.Problem) in
             let graph: EngineGraph
             if let tried = restored.missingSoundFont {
                 log(1, "the saved SoundFont is not found (looked for \(tried.joined(separator: ", "))); the other settings are restored, and \(defaultSoundFont) plays until you choose a SoundFont in the plugin")
@@ -481,7 +487,7 @@ public final class PluginInstance: @unchecked Sendable {
 
     /// Takes `other`'s channel state (a core rebuilt at a new rate). Neither may be processing.
     public func copyChannelState(from other: PluginInstance) {
-        control.withLock { _ in channelState.copy(from: other.channelState) }
+        control.withLock { channelState.copy(from: other.channelState) }
     }
 
     // MARK: parameters (any thread)
@@ -529,6 +535,11 @@ public final class PluginInstance: @unchecked Sendable {
     /// events at their offsets. Allocates nothing, takes no lock.
     public func process(frames: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
                         events: UnsafePointer<spinet_midi_event>?, count: Int) {
+        guard processing.load(ordering: .acquiring) else {   // not active: a host out of contract
+            left.update(repeating: 0, count: frames)
+            right.update(repeating: 0, count: frames)
+            return
+        }
         // a graph built off this thread: take it, hand the old one back
         if let graph = graphs.take() {
             if let old = current { graphs.retire(old) }
