@@ -116,9 +116,9 @@ PY
 # ardour7-export itself dies now and then: about 1 export in 30 here (1 in 5
 # under gdb), glibc reports heap corruption in Ardour's export teardown
 # (PortExportChannel, ExportGraphBuilder, AudioGrapher's Limiter), and
-# under AddressSanitizer its butler once deadlocked in start_audio_export.
-# valgrind (5 runs) and a sanitized build of the plugin found no bad access
-# by Spinet, and the cause is not found (see docs/testing.md). So an export
+# under AddressSanitizer its butler deadlocked in start_audio_export in 5
+# exports of 60. valgrind (5 runs) and a sanitized build of the plugin found
+# no bad access by Spinet; the cause is not found (docs/testing.md). So an export
 # that dies by a signal or hangs (5 minutes) is tried once more, saying so;
 # a second one fails the test.
 export_session() {
