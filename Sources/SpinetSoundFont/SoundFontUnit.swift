@@ -129,20 +129,16 @@ public final class SoundFontUnit: PartedUnit {
     /// Frames this unit has rendered: FluidSynth's blocks start at multiples of 64.
     private var position: Int64 = 0
 
-    /// Serializes synth creation and font loading. A pthread mutex, not
+    /// Serializes synth creation and font loading. A `PThreadLock`, not
     /// Synchronization's Mutex: ThreadSanitizer sees the ordering a pthread
     /// mutex gives, and reported the futex-based Mutex's as a data race.
-    nonisolated(unsafe) private static let creation: UnsafeMutablePointer<pthread_mutex_t> = {
-        let m = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        pthread_mutex_init(m, nil)
-        return m
-    }()
+    private static let creation = PThreadLock()
 
     private static func whileCreating<T>(_ body: () -> T) -> T {
-        pthread_mutex_lock(creation)
-        defer { pthread_mutex_unlock(creation) }
-        spinet_hold_instpatch()
-        return body()
+        creation.withLock {
+            spinet_hold_instpatch()
+            return body()
+        }
     }
 
     /// FluidSynth's block: events take effect on its boundaries.
