@@ -48,11 +48,11 @@ public final class PluginInstance: @unchecked Sendable {
     // control side, under `control`
     private let control = PThreadLock()
     private var settings: PluginSettings
-    private var active = false
-    /// `active`, as `process` reads it: between a deactivation and the next
-    /// activation it renders silence and touches no graph (the loader may be
-    /// installing one then).
+    /// Between an activation and the next deactivation (set under `control`).
+    /// `process` reads it too: while inactive it renders silence and touches
+    /// no graph (the loader may be installing one then).
     private let processing = Atomic<Bool>(false)
+    private var active: Bool { processing.load(ordering: .acquiring) }
     private var maxFrames = 0
     /// Set once the current graph has rendered: a later activation builds a
     /// fresh one (activation starts from silence, and from the same state).
@@ -63,11 +63,9 @@ public final class PluginInstance: @unchecked Sendable {
     /// Graphs built and prepared off the audio thread, and the ones they replaced, handed back.
     private let graphs = HandOver<EngineGraph>()
     /// The graph the next activation takes, fresh: built and prepared by the
-    /// loader thread for `settings` as they were at `spareGeneration`, for
-    /// blocks of `spareFrames` (the parameters are applied at the swap).
-    private var spare: EngineGraph?
-    private var spareGeneration = -1
-    private var spareFrames = 0
+    /// loader thread for `settings` as they were at `generation`, for blocks
+    /// of `frames` (the parameters are applied at the swap).
+    private var spare: (graph: EngineGraph, generation: Int, frames: Int)?
     /// Counts the changes of `settings` a spare must follow (a font, a restored state).
     private var generation = 0
     /// Graphs an activation or deactivation replaced: released by the
@@ -262,7 +260,7 @@ public final class PluginInstance: @unchecked Sendable {
             let graph: EngineGraph
             if let old, old.engine.maxFrames == frames, !rendered.load(ordering: .acquiring) {
                 graph = old
-            } else if let s = spare, spareFrames == frames, spareGeneration == generation {
+            } else if let s = spare?.graph, spareFits(frames: frames) {
                 spare = nil
                 graph = s
             } else {
@@ -287,7 +285,6 @@ public final class PluginInstance: @unchecked Sendable {
             appliedTempo = 0
             replayPending = true
             rendered.store(false, ordering: .releasing)
-            active = true
             processing.store(true, ordering: .releasing)
             loader.requestUpkeep()   // the next spare
         }
@@ -295,7 +292,6 @@ public final class PluginInstance: @unchecked Sendable {
 
     public func deactivate() {
         control.withLock {
-            active = false
             processing.store(false, ordering: .releasing)
             // a graph the audio thread did not take is the one to keep
             if let graph = graphs.withdraw() {
@@ -308,12 +304,17 @@ public final class PluginInstance: @unchecked Sendable {
         }
     }
 
+    /// Whether the spare was built for the current settings and blocks of `frames`.
+    private func spareFits(frames: Int) -> Bool {
+        spare.map { $0.generation == generation && $0.frames == frames } ?? false
+    }
+
     /// Waits up to `seconds` for the spare graph the next activation takes
     /// (tests; a host never needs to). True when it is ready.
     public func waitForSpare(seconds: Double) -> Bool {
         var waited = 0.0
         while true {
-            if control.withLock({ spare != nil && spareGeneration == generation && spareFrames == maxFrames }) { return true }
+            if control.withLock({ spareFits(frames: maxFrames) }) { return true }
             guard waited < seconds else { return false }
             usleep(2000)
             waited += 0.002
@@ -330,7 +331,7 @@ public final class PluginInstance: @unchecked Sendable {
                 doomed.append(retiring[i]!)
                 retiring[i] = nil
             }
-            if let s = spare, spareGeneration != generation || spareFrames != maxFrames {
+            if let s = spare?.graph, !spareFits(frames: maxFrames) {
                 doomed.append(s)
                 spare = nil
             }
@@ -340,14 +341,11 @@ public final class PluginInstance: @unchecked Sendable {
         for graph in doomed { drainLogs(graph) }
         doomed.removeAll()
         guard let (s, built, frames) = job else { return }
-        job = nil
         guard let graph = try? build(s, quiet: true) else { return }
         graph.engine.prepare(sampleRate: sampleRate, maxFrames: frames)
         control.withLock {
             guard spare == nil, built == generation, frames == maxFrames else { return }
-            spare = graph
-            spareGeneration = built
-            spareFrames = frames
+            spare = (graph, built, frames)
         }
     }
 
@@ -382,7 +380,7 @@ public final class PluginInstance: @unchecked Sendable {
             }
             settings = next
             generation += 1
-            loader?.requestUpkeep()
+            loader.requestUpkeep()
             log(0, "SoundFont: \(path)")
         }
     }
