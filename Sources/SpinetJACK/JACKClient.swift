@@ -642,10 +642,14 @@ public final class JACKClient: @unchecked Sendable {
 
             // A rate change (PipeWire can change it while running): build a
             // graph at the new rate here and hand it to the process thread.
+            // Compared with the newest graph handed over (published), not the
+            // one the process thread plays: between its taking an offer and
+            // installing it, neither slot shows the new graph, and a
+            // comparison with the current one built a second graph at the
+            // same rate.
             let rate = serverRate.load(ordering: .acquiring)
-            let current = currentGraph.load(ordering: .acquiring)
-            let currentRate = current == 0 ? 0 : Unmanaged<JACKGraph>.fromOpaque(UnsafeRawPointer(bitPattern: current)!).takeUnretainedValue().sampleRate
-            if rate > 0 && rate != currentRate && rate != failedRate && !graphs.isPending
+            let newestRate = publishedGraph.withLock { $0?.sampleRate } ?? 0
+            if rate > 0 && rate != newestRate && rate != failedRate && !graphs.isPending
                 && !(buildGraph == nil && hostFollowsRate) {
                 do throws(JACKError) {
                     let graph = try makeGraph(rate: rate)
