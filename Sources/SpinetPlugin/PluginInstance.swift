@@ -58,8 +58,16 @@ public final class PluginInstance: @unchecked Sendable {
     /// fresh one (activation starts from silence, and from the same state).
     private let rendered = Atomic<Bool>(false)
 
-    // The graph process renders: retained, released only off the audio thread.
+    // The graph process renders: retained, released only off the audio
+    // thread. While active only the audio thread touches it; the control
+    // side uses `newest`.
     private var current: Unmanaged<EngineGraph>?
+    /// The graph the audio thread plays or takes next (under `control`):
+    /// `current` while inactive, else the last one installed. A control
+    /// thread that read `current` while active could see the old graph
+    /// after the audio thread had taken an offer but before it installed
+    /// it, and hand a font to a graph about to be retired.
+    private var newest: EngineGraph?
     /// Graphs built and prepared off the audio thread, and the ones they replaced, handed back.
     private let graphs = HandOver<EngineGraph>()
     /// The graph the next activation takes, fresh: built and prepared by the
@@ -130,6 +138,7 @@ public final class PluginInstance: @unchecked Sendable {
             throw error
         }
         current = .passRetained(graph)
+        newest = graph
         storeParameters(defaults.parameters)
         loader = SoundFontLoader(load: { [weak self] path in
             guard let self else { return (-1, "") }
@@ -230,6 +239,7 @@ public final class PluginInstance: @unchecked Sendable {
             current = .passRetained(graph)
             rendered.store(false, ordering: .releasing)
         }
+        newest = graph
     }
 
     private func drainLogs(_ graph: EngineGraph?) {
@@ -273,6 +283,7 @@ public final class PluginInstance: @unchecked Sendable {
                 if let c = current { putAside(c.takeRetainedValue()) }
                 current = .passRetained(graph)
             }
+            newest = graph
             // The gain, ceiling and return levels start where the parameters
             // are, not ramping from the values the graph was built with.
             graph.engine.setGain(dB: parameter(.gain), ramp: false)
@@ -299,6 +310,7 @@ public final class PluginInstance: @unchecked Sendable {
                 current = .passRetained(graph)
                 rendered.store(false, ordering: .releasing)
             }
+            newest = current?.takeUnretainedValue()
             if let back = graphs.takeBack() { putAside(back) }
             loader.requestUpkeep()
         }
@@ -335,7 +347,7 @@ public final class PluginInstance: @unchecked Sendable {
                 doomed.append(s)
                 spare = nil
             }
-            drainLogs(current?.takeUnretainedValue())
+            drainLogs(newest)
             return (doomed, maxFrames > 0 && spare == nil ? (settings, generation, maxFrames) : nil)
         }
         for graph in doomed { drainLogs(graph) }
@@ -356,9 +368,9 @@ public final class PluginInstance: @unchecked Sendable {
             var next = settings
             next.soundFont = path
             next.parameters = loadParameters()
-            let graph = current?.takeUnretainedValue()
-            let pendingGraph = graphs.isPending
-            if active, !pendingGraph, let graph, let slot = graph.soundFontSlot {
+            // (a graph still waiting for the audio thread takes the font
+            // from its slot at its first call)
+            if active, let graph = newest, let slot = graph.soundFontSlot {
                 let unit: SoundFontUnit
                 do { unit = try GraphBuilder.liveSoundFont(graph.settings, fonts: [path], rate: sampleRate) } catch {
                     throw PluginSettings.Problem(Self.hostWording(String(describing: error)))
