@@ -131,12 +131,10 @@ public final class PluginInstance: @unchecked Sendable {
         applied.initialize(repeating: .nan, count: Self.parameterCount)
         scratch = .allocate(capacity: Self.eventCapacity)
         scratch.initialize(repeating: CallbackEvent(offset: 0, .systemReset), count: Self.eventCapacity)
-        let graph: EngineGraph
-        do { graph = try build(defaults) } catch {
-            applied.deallocate()
-            scratch.deallocate()
-            throw error
-        }
+        // (every stored property is set here: when the build throws, the
+        // deinit runs and frees the buffers; freeing them here too was a
+        // double free)
+        let graph = try build(defaults)
         current = .passRetained(graph)
         newest = graph
         storeParameters(defaults.parameters)

@@ -214,6 +214,29 @@ struct PluginConfigFontTests {
     }
 }
 
+@Suite("Plugin start: a default font that does not load")
+struct PluginBrokenDefaultFontTests {
+    /// The font found beside the plugin (SoundFonts/sf_GMbank.sf2) is damaged: the instance is refused
+    /// with one line naming it (the host logs it), and nothing is freed
+    /// twice (the init's own clean-up ran before the deinit did it again).
+    @Test func aDamagedFontBesideThePluginIsOneLineNotACrash() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("spinet-broken-default-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("SoundFonts"), withIntermediateDirectories: true)
+        let font = dir.appendingPathComponent("SoundFonts/sf_GMbank.sf2").path
+        try Data("RIFF\u{0}\u{0}\u{0}\u{0}sfbk, but nothing after it".utf8).write(to: URL(fileURLWithPath: font))
+        for _ in 0..<3 {
+            do {
+                _ = try PluginInstance(sampleRate: 48000, bundleDirectory: dir.path, log: { _, _ in })
+                Issue.record("a damaged font made an instance")
+            } catch {
+                #expect(error.description.contains(font), "\(error)")
+                #expect(!error.description.contains("\n"))
+            }
+        }
+    }
+}
+
 @Suite("Plugin re-activation")
 struct PluginReactivationTests {
     /// A host deactivates and activates a plugin (a new block size, a
