@@ -68,8 +68,10 @@ public final class JACKServerProcess {
                 usleep(UInt32(200_000 * (attempt + 1)))
             }
         }
+        // (the log's last lines in the message: a test's log is removed with its server)
+        let said = log == "/dev/null" ? [] : Self.contents(of: log).split(separator: "\n").suffix(3)
         throw JACKError("jackd -n \(name) did not start (\(executable) --no-realtime -S -d dummy -r \(rate) -p \(period))"
-                        + (log == "/dev/null" ? "" : "; see \(log)"))
+                        + (said.isEmpty ? "" : "; it said: " + said.joined(separator: " | ")))
     }
 
     /// Starts jackd again under its name and freezes it the moment its
