@@ -27,6 +27,9 @@ public struct ChannelRouter: Equatable, Sendable {
     private var bankMSB: [UInt8]
     /// bank MSB -> unit index, for banks that select a unit (-1: none)
     private var bankRoutes: [Int]
+    /// channel * 128 + bank MSB -> unit index, a bank route of one channel
+    /// only, before `bankRoutes` (-1: none; stems give each channel a synth)
+    private var channelBankRoutes: [Int]
     /// channel -> muted (by the muted channels, or by another channel's solo)
     private var muted: [Bool]
     /// channel -> bit u: unit u takes turns playing the channel's notes (0: not split)
@@ -65,6 +68,7 @@ public struct ChannelRouter: Equatable, Sendable {
         home = Array(repeating: -1, count: channels)
         bankMSB = Array(repeating: 0, count: channels)
         bankRoutes = Array(repeating: -1, count: 128)
+        channelBankRoutes = Array(repeating: -1, count: channels * 128)
         turnUnits = Array(repeating: 0, count: channels)
         fixedKey = Array(repeating: false, count: channels * 128)
         keyTurn = Array(repeating: -1, count: channels * 128)
@@ -97,6 +101,13 @@ public struct ChannelRouter: Equatable, Sendable {
     /// Makes a Bank Select MSB choose a unit (see `Engine.routeBank`).
     public mutating func routeBank(msb: UInt8, to unit: Int) {
         bankRoutes[Int(msb & 0x7F)] = unit
+    }
+
+    /// Makes a Bank Select MSB choose a unit for one channel, before any
+    /// route of that bank for every channel.
+    public mutating func routeBank(msb: UInt8, channel: Int, to unit: Int) {
+        precondition(channel >= 0 && channel < channelCount)
+        channelBankRoutes[channel * 128 + Int(msb & 0x7F)] = unit
     }
 
     // MARK: reading
@@ -146,7 +157,8 @@ public struct ChannelRouter: Equatable, Sendable {
         if case .controlChange(_, let controller, let value) = message, controller == MIDIController.bankSelectMSB {
             bankMSB[c] = value
         } else if case .programChange = message {
-            let bankUnit = bankRoutes[Int(bankMSB[c])]
+            let own = channelBankRoutes[c * 128 + Int(bankMSB[c])]
+            let bankUnit = own >= 0 ? own : bankRoutes[Int(bankMSB[c])]
             let target = bankUnit >= 0 ? bankUnit : home[c]
             let old = routing[c]
             if target != old && target >= 0 {

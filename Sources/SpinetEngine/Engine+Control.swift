@@ -93,6 +93,15 @@ extension Engine {
         router.routeBank(msb: msb, to: unit)
     }
 
+    /// `routeBank(msb:to:)` for one global channel only; it comes before a
+    /// route of the same bank for every channel. Stems give each channel
+    /// that Bank Select moves to the synth a synth of its own.
+    public func routeBank(msb: UInt8, channel: Int, to unit: Int) {
+        precondition(!prepared, "set bank routes before prepare")
+        precondition(unit >= 0 && unit < units.count)
+        router.routeBank(msb: msb, channel: channel, to: unit)
+    }
+
     /// The unit index a global channel is routed to.
     public func unitIndex(forChannel channel: Int) -> Int? {
         router.unit(forChannel: channel)

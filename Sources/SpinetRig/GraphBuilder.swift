@@ -309,13 +309,13 @@ public enum GraphBuilder {
         var options = settings.soundFont
         let (synth, synthChannels) = try Self.synth(settings, ports: ports)
         let plan = plan(fonts: fonts, schedule: schedule, partitions: partitions, polyphony: options.polyphony)
-        let bankSelectsSynth = schedule.events.contains { e in
-            guard case .message(.controlChange(_, MIDIController.bankSelectMSB, let value)) = e.kind else { return false }
-            return OscillatorSynth.bankSelectsSpinetPresets(msb: value)
-        }
-        if settings.stems && bankSelectsSynth {
-            throw RigError("--stems cannot yet follow a channel that Bank Select \(OscillatorSynth.spinetPresetBank) moves to Spinet's synth, as this file does; render it without --stems, or give such channels to the synth with --channel N=synth")
-        }
+        // the channels a Bank Select may move to the synth
+        let bankSynthChannels = Set(schedule.events.compactMap { e -> Int? in
+            guard case .message(.controlChange(let c, MIDIController.bankSelectMSB, let value)) = e.kind,
+                  OscillatorSynth.bankSelectsSpinetPresets(msb: value) else { return nil }
+            return Int(c)
+        })
+        let bankSelectsSynth = !bankSynthChannels.isEmpty
         var laneGroups = plan.groups
             .map { $0.filter { !synthChannels.contains($0.channel) } }.filter { !$0.isEmpty }
         if laneGroups.isEmpty { laneGroups = [[]] }   // the SoundFont player stays for Bank Select switches back
@@ -370,10 +370,11 @@ public enum GraphBuilder {
         }
         if settings.stems {
             let stemChannels = try addStems(settings, to: engine, units: units, schedule: schedule, ports: ports,
-                                            synthChannels: synthChannels, plays: plays)
+                                            synthChannels: synthChannels, bankSynthChannels: bankSynthChannels, plays: plays)
             let queue = engine.addInput(capacity: inputCapacity)
             return EngineGraph(settings: built, engine: engine, soundFonts: units, soundFontSlot: nil, synth: synth,
-                               synthInEngine: stemChannels.contains { synthChannels.contains($0) }, synthChannels: synthChannels,
+                               synthInEngine: stemChannels.contains { synthChannels.contains($0) || bankSynthChannels.contains($0) },
+                               synthChannels: synthChannels,
                                inputs: [queue], stemChannels: stemChannels, plan: plan)
         }
         // The synth joins only if something can play it: a silent unit would
@@ -395,22 +396,25 @@ public enum GraphBuilder {
     /// (FluidSynth's per-channel outputs: every player the channel's notes
     /// reach), so the mix is the one a render without stems makes; a synth
     /// channel gets an oscillator synth of its own (one synth for all would
-    /// mix them). Each stem runs only the send effects its channel sends to
-    /// (`effectsSent`). Returns the stems' channels.
+    /// mix them), and so does a channel a Bank Select 126 moves to the synth
+    /// (`bankSynthChannels`: its stem is its SoundFont parts and that synth,
+    /// with a bank route of its own). Each stem runs only the send effects
+    /// its channel sends to (`effectsSent`; all of them when a synth plays
+    /// it). Returns the stems' channels.
     ///
     /// FluidSynth's own effects run on its internal mix, which no stem has:
     /// the caller refuses them with stems.
     static func addStems(_ settings: GraphSettings, to engine: Engine, units: [SoundFontUnit], schedule: MIDISchedule, ports: Int,
-                         synthChannels: Set<Int>, plays: [Bool]) throws(RigError) -> [Int] {
+                         synthChannels: Set<Int>, bankSynthChannels: Set<Int>, plays: [Bool]) throws(RigError) -> [Int] {
         guard !settings.soundFont.fluidEffects else {
             throw RigError("--stems takes each channel from FluidSynth's outputs, which its own effects mix into one: use --effects spinet")
         }
         let channelCount = ports * 16
         let muted = Set(settings.engine.mutedChannels), solo = Set(settings.engine.soloChannels)
         let stemChannels = (0..<channelCount).filter { plays[$0] && !muted.contains($0) && (solo.isEmpty || solo.contains($0)) }
-        let ownSynths = stemChannels.filter { synthChannels.contains($0) }.count
+        let ownSynths = stemChannels.filter { synthChannels.contains($0) || bankSynthChannels.contains($0) }.count
         guard units.count + ownSynths <= 64 else {
-            throw RigError("--stems: this file plays notes on \(ownSynths) channels given to the synth; with stems each needs a synth of its own, and an engine holds at most \(64 - units.count) here: give fewer channels to the synth")
+            throw RigError("--stems: this file plays notes on \(ownSynths) channels given to the synth (or moved there by Bank Select \(OscillatorSynth.spinetPresetBank)); with stems each needs a synth of its own, and an engine holds at most \(64 - units.count) here: give fewer channels to the synth")
         }
         // the players were the engine's first units, in order
         let unitIndexes = Array(units.indices)
@@ -425,10 +429,17 @@ public enum GraphBuilder {
                 effects.append(.all)
                 continue
             }
-            stems.append(zip(units, unitIndexes).compactMap { unit, index in
+            var parts = zip(units, unitIndexes).compactMap { unit, index in
                 unit.part(forChannel: c).map { StemPart(unit: index, part: $0) }
-            })
-            effects.append(effectsSent(schedule, channel: c))
+            }
+            if bankSynthChannels.contains(c) {
+                let (own, _) = try Self.synth(settings, ports: ports)
+                let index = engine.add(own)
+                engine.routeBank(msb: OscillatorSynth.spinetPresetBank, channel: c, to: index)
+                parts.append(StemPart(unit: index))
+            }
+            stems.append(parts)
+            effects.append(bankSynthChannels.contains(c) ? .all : effectsSent(schedule, channel: c))
         }
         // synth channels without a stem make no sound
         for c in synthChannels where !stemChannels.contains(c) { engine.route(channel: c, to: nil) }

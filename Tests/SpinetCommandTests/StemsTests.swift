@@ -228,6 +228,77 @@ struct StemsTests {
         #expect(names.count == 2 && names[0].hasPrefix("01-") && names[1] == "2.01-Violin.wav", "\(names)")
     }
 
+    /// Bank Select 126 moves a channel between the font and Spinet's synth
+    /// mid-song: its stem is both (its font parts and a synth of its own),
+    /// the stems add up to the mix, and the mix is the plain render's.
+    /// Channel 1 plays the font, then the synth's preset 8 (a sine) from
+    /// `switchTick`, then the font again from `backTick`; channel 2 plays
+    /// the font all along, and channel 3 moves to the synth for good.
+    @Test func aChannelBankSelectMovesToTheSynthHasBothInItsStem() throws {
+        let switchTick: Int64 = 960, backTick: Int64 = 1920
+        var w = MIDIFileWriter(format: 0, ticksPerQuarter: 480)
+        var e: [(tick: Int64, event: TrackEvent.Kind)] = []
+        func note(_ t: Int64, _ ch: UInt8, _ key: UInt8) {
+            e.append((t, .message(.noteOn(channel: ch, key: key, velocity: 100))))
+            e.append((t + 200, .message(.noteOff(channel: ch, key: key, velocity: 0))))
+        }
+        e.append((0, .message(.controlChange(channel: 0, controller: 91, value: 80))))
+        e.append((switchTick - 10, .message(.controlChange(channel: 0, controller: 0, value: 126))))
+        e.append((switchTick - 10, .message(.programChange(channel: 0, program: 8))))
+        e.append((backTick - 10, .message(.controlChange(channel: 0, controller: 0, value: 0))))
+        e.append((backTick - 10, .message(.programChange(channel: 0, program: 0))))
+        e.append((0, .message(.controlChange(channel: 2, controller: 0, value: 126))))
+        e.append((0, .message(.programChange(channel: 2, program: 8))))
+        for i in 0..<12 {
+            let t = Int64(i) * 240 + 5
+            note(t, 0, 69)
+            note(t + 120, 1, 60)
+            note(t + 60, 2, 57)
+        }
+        w.addTrack(e)
+        let dir = try SpinetCommand.temporaryDirectory("stems-bank126")
+        let input = try write(w.bytes(), to: dir, "bank.mid")
+        let common = ["--soundfont", font, "--quiet", "--bits", "32f", "--reverb", "hall"]
+        let plain = dir.appendingPathComponent("plain.wav").path
+        let p = try SpinetCommand.run(["render", input, "-o", plain] + common)
+        #expect(p.status == 0, "\(p.stderr)")
+        do {
+            let threads = "2"
+            let mix = dir.appendingPathComponent("mix.wav").path, stems = dir.appendingPathComponent("stems").path
+            let r = try SpinetCommand.run(["render", input, "-o", mix, "--stems", stems, "--threads", threads] + common)
+            #expect(r.status == 0, "\(r.stderr)")
+            guard r.status == 0 else { return }
+            let m = try Self.audio(mix)
+            // two channels on the synth: a synth each here, one for both in
+            // the plain render, so the same sound summed in another order
+            let plainMix = try Self.audio(plain)
+            let fromPlain = Self.residualDB(m.samples, plainMix.samples)
+            #expect(m.frames == plainMix.frames && fromPlain <= -120, "the mix is \(fromPlain) dB from the plain render (\(threads) threads)")
+            let names = try Self.files(stems)
+            #expect(names.count == 3 && names[0].hasPrefix("01-") && names[1].hasPrefix("02-") && names[2].hasPrefix("03-"), "\(names)")
+            guard names.count == 3 else { return }
+            let stem = try names.map { try Self.audio(stems + "/" + $0) }
+            var sum = [Float](repeating: 0, count: m.samples.count)
+            for s in stem { for i in 0..<sum.count { sum[i] += s.samples[i] } }
+            let residual = Self.residualDB(sum, m.samples)
+            #expect(residual <= -80, "residual \(residual) dB")
+            // channel 1's stem holds the synth's sine while the synth plays it:
+            // a note's middle there is one pure partial at 440 Hz
+            let start = Int(switchTick + 240 + 5 + 60) * Int(Self.framesPerTick)
+            func level(_ s: WAVFile, _ hz: Double) -> Double {
+                let left = (0..<4096).map { s.samples[2 * (start + $0)] }
+                let spectrum = SignalAnalysis.magnitudeSpectrum(left[...])
+                let bin = Int((hz * 4096 / 48000).rounded())
+                return spectrum[(bin - 2)...(bin + 2)].max()!
+            }
+            let at440 = level(stem[0], 440), at880 = level(stem[0], 880)
+            print("bank 126 stem, \(threads) threads: residual \(residual) dB, mix against plain \(fromPlain) dB; channel 1 at 440 Hz \(at440), 880 Hz \(at880); channel 2 at 440 Hz \(level(stem[1], 440))")
+            #expect(at440 > 0.01 && at880 < at440 / 100, "440 Hz \(at440), 880 Hz \(at880)")
+            // and channel 2's stem has no sound of channel 1's synth
+            #expect(level(stem[1], 440) < at440 / 100)
+        }
+    }
+
     @Test func batchModeWritesOneStemDirectoryPerInput() throws {
         let dir = try SpinetCommand.temporaryDirectory("stems-batch")
         var a = MIDIFileWriter(format: 0, ticksPerQuarter: 480)

@@ -49,6 +49,23 @@ struct ChannelRouterTests {
         #expect(r.unit(forChannel: 0) == 0)
     }
 
+    /// A bank route of one channel comes before the route of that bank for
+    /// every channel, and other channels keep the shared one.
+    @Test func aChannelsOwnBankRoute() {
+        var r = ChannelRouter(channels: 16)
+        for c in 0..<3 { r.route(channel: c, to: 0) }
+        r.routeBank(msb: 126, to: 1)
+        r.routeBank(msb: 126, channel: 2, to: 3)
+        for c: UInt8 in [1, 2] { _ = r.resolve(.controlChange(channel: c, controller: 0, value: 126), roomForLeaving: true) }
+        #expect(r.resolve(.programChange(channel: 2, program: 8), roomForLeaving: true) == D(leaving: 1, units: Self.bit(3)))
+        #expect(r.resolve(.programChange(channel: 1, program: 8), roomForLeaving: true) == D(leaving: 1, units: Self.bit(1)))
+        #expect(r.resolve(.noteOn(channel: 2, key: 60, velocity: 90), roomForLeaving: true) == D(units: Self.bit(3)))
+        // back to the font: home
+        _ = r.resolve(.controlChange(channel: 2, controller: 0, value: 0), roomForLeaving: true)
+        #expect(r.resolve(.programChange(channel: 2, program: 0), roomForLeaving: true) == D(leaving: Self.bit(3), units: 1))
+        #expect(r.unit(forChannel: 0) == 0 && r.unit(forChannel: 1) == 1 && r.unit(forChannel: 2) == 0)
+    }
+
     /// A split channel: each key's note-ons take turns, releasing the key's
     /// previous note where it played; note-offs follow; fixed keys stay
     /// home; other messages go to every turn unit.
