@@ -77,7 +77,7 @@ let package = Package(
         .target(name: "SpinetALSA", dependencies: ["CALSA", "SpinetEngine", "SpinetMIDI", "SpinetHost", "SpinetSupport"]),
         // JACK only: the client (AudioDevice) and its MIDI inputs (MIDIInput),
         // inside the JACK or PipeWire graph.
-        .target(name: "SpinetJACK", dependencies: ["CJACK", "SpinetEngine", "SpinetMIDI", "SpinetHost"]),
+        .target(name: "SpinetJACK", dependencies: ["CJACK", "SpinetEngine", "SpinetMIDI", "SpinetHost", "SpinetSupport"]),
         // The rig every host builds on: the graph builder (settings -> engine
         // and units), the live session over any AudioDevice and MIDIInput, the
         // swappable SoundFont slot and recording. No driver in it.
@@ -121,7 +121,7 @@ let package = Package(
             "SpinetEngine", "SpinetMIDI", "SpinetSoundFont", "SpinetSynth", "SpinetFile", "SpinetTestSupport",
             "SpinetRig",
         ]),
-        .target(name: "SpinetTestSupport", dependencies: ["SpinetEngine", "SpinetMIDI", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
+        .target(name: "SpinetTestSupport", dependencies: ["SpinetEngine", "SpinetMIDI", "SpinetSupport", "CRealtimeProbe"], path: "Tests/SpinetTestSupport"),
         // Swift Testing traits that say which tests a run leaves out (the
         // probe's under a sanitizer, the slow ones); apart from
         // SpinetTestSupport, which spinet-rtcheck links.
@@ -145,6 +145,6 @@ let package = Package(
         // Runs the headless LV2 host (Tests/PluginHosts/lv2-host.c) on the
         // built bundle; enabled by SPINET_PLUGIN_DIR (make plugin-tests).
         .testTarget(name: "SpinetLV2Tests", dependencies: ["SpinetTestSupport", "SpinetTestTraits", "SpinetPlugin", "CSpinetPlugin"]),
-        .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetTestSupport", "CEBUR128", "SpinetTestTraits"]),
+        .testTarget(name: "SpinetCommandTests", dependencies: ["SpinetMIDI", "SpinetSupport", "SpinetTestSupport", "CEBUR128", "SpinetTestTraits"]),
     ] + pluginTargets
 )

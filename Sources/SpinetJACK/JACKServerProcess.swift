@@ -1,4 +1,5 @@
 import Glibc
+import SpinetSupport
 
 /// A private jackd, started and stopped by process id: what `spinet bench
 /// --jack` and the JACK tests run Spinet against, on machines with no sound
@@ -22,6 +23,9 @@ public final class JACKServerProcess {
     public private(set) var pid: pid_t = 0
     /// Where jackd's output goes.
     public let log: String
+    /// A line for each try of the last `start` that failed (the name and
+    /// jackd's last lines): what a slow start waited for.
+    public private(set) var failedStarts: [String] = []
 
     /// Nothing runs until `start`. `log`: a file for jackd's output (it is
     /// read for "Too many servers already active"), or /dev/null.
@@ -53,6 +57,7 @@ public final class JACKServerProcess {
     /// already active" just after the previous server of that name ended).
     public func start(rate: Int = 48000, period: Int = 128, names: [String] = [], attempts: Int = 3) throws(JACKError) {
         precondition(pid == 0, "already started")
+        failedStarts = []
         let candidates = name.isEmpty ? names : [name]
         precondition(!candidates.isEmpty, "a server needs a name")
         for candidate in candidates {
@@ -62,6 +67,8 @@ public final class JACKServerProcess {
                 pid = try spawn(["/bin/sh", "-c", watcher, "jackd"] + arguments(candidate, rate: rate, period: period))
                 if waitUntilReady(seconds: 10) { return }
                 stop()
+                let said = log == "/dev/null" ? "" : Self.contents(of: log).split(separator: "\n").suffix(2).joined(separator: " | ")
+                failedStarts.append("jackd -n \(candidate) did not start within 10 s" + (said.isEmpty ? "" : ": \(said)"))
                 if log != "/dev/null", Self.contents(of: log).contains("Too many servers already active") {
                     throw JACKError("jackd: too many JACK servers already run on this machine (jackd2 allows 8); stop leftover ones")
                 }
@@ -162,23 +169,10 @@ public final class JACKServerProcess {
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
-    /// Spawns `arguments` with no signal blocked (a test thread blocks
-    /// some), standard input from /dev/null, output to `log`, and this
-    /// process's environment with the server's name and no audio reservation.
+    /// Spawns `arguments` (`ChildProcess`: no signal blocked, no descriptor
+    /// of this process), standard input from /dev/null, output to `log`, and
+    /// this process's environment with the server's name and no audio reservation.
     private func spawn(_ arguments: [String]) throws(JACKError) -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
         var environment: [String] = []
         var p = environ
         while let e = p.pointee {
@@ -187,12 +181,14 @@ public final class JACKServerProcess {
             p += 1
         }
         environment += ["JACK_NO_AUDIO_RESERVATION=1", "JACK_DEFAULT_SERVER=\(name)"]
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup($0) } + [nil]
-        defer { for q in argv + envp { free(q) } }
-        var child: pid_t = 0
-        let rc = posix_spawn(&child, arguments[0], &actions, &attributes, argv, envp)
-        guard rc == 0 else { throw JACKError("cannot start \(executable): \(String(cString: strerror(rc)))") }
-        return child
+        let started = ChildProcess.spawn(arguments[0], Array(arguments.dropFirst()), environment: environment, descriptors: [
+            .open(0, path: "/dev/null", flags: O_RDONLY),
+            .open(1, path: log, flags: O_WRONLY | O_CREAT | O_APPEND, mode: 0o644),
+            .duplicate(2, from: 1),
+        ])
+        switch started {
+        case .success(let child): return child
+        case .failure(let error): throw JACKError("cannot start \(executable): \(error)")
+        }
     }
 }

@@ -337,20 +337,14 @@ struct Bench: ParsableCommand {
     /// Runs a command, its output discarded when `quiet` (else on ours),
     /// and waits for it.
     static func run(_ program: String, _ arguments: [String], quiet: Bool) throws -> Measurement {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if quiet {
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        let argv = ([program] + arguments).map { strdup($0) } + [nil]
-        defer { for p in argv { free(p) } }
-        var pid: pid_t = 0
+        var descriptors: [ChildProcess.Descriptor] = [.open(0, path: "/dev/null", flags: O_RDONLY)]
+        if quiet { descriptors += [.open(1, path: "/dev/null", flags: O_WRONLY), .open(2, path: "/dev/null", flags: O_WRONLY)] }
         let start = DispatchTime.now().uptimeNanoseconds
-        let rc = posix_spawn(&pid, program, &actions, nil, argv, environ)
-        guard rc == 0 else { throw Failure("cannot run \(program): \(String(cString: strerror(rc)))") }
+        let pid: pid_t
+        switch ChildProcess.spawn(program, arguments, descriptors: descriptors) {
+        case .success(let p): pid = p
+        case .failure(let error): throw Failure("cannot run \(program): \(error)")
+        }
         var status: Int32 = 0
         var usage = rusage()
         while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import SpinetSupport
 import SpinetTestSupport
 import SpinetTestTraits
 
@@ -63,17 +64,10 @@ private func runWithInput(_ arguments: [String], stdinPath: String, in dir: URL,
 
 /// Runs spinet as a child and returns its exit status and peak RSS in bytes (wait4's ru_maxrss).
 func peakMemory(_ arguments: [String]) -> (status: Int32, bytes: Int) {
-    let argv = ([SpinetCommand.executable] + arguments).map { strdup($0) } + [nil]
-    defer { for a in argv { free(a) } }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    var pid: pid_t = 0
-    let rc = posix_spawn(&pid, SpinetCommand.executable, &actions, nil, argv, environ)
-    guard rc == 0 else { return (-1, 0) }
+    let spawned = ChildProcess.spawn(SpinetCommand.executable, arguments, descriptors: [
+        .open(0, path: "/dev/null", flags: O_RDONLY), .open(1, path: "/dev/null", flags: O_WRONLY), .open(2, path: "/dev/null", flags: O_WRONLY),
+    ])
+    guard case .success(let pid) = spawned else { return (-1, 0) }
     // The child's own high-water mark (VmHWM), read while it runs: wait4's
     // ru_maxrss would also count the test process's memory, which a child
     // spawned with a shared address space (vfork) takes over until exec.

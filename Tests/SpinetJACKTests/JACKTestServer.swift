@@ -50,6 +50,7 @@ final class JACKTestServer {
             let log = NSTemporaryDirectory() + "/spinet-jackd-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"
             process = JACKServerProcess(executable: Self.jackd!, log: log)
         }
+        defer { for line in process!.failedStarts { print("JACKTestServer: \(line)") } }
         try process!.start(rate: rate, period: period, names: (0..<Self.slots).map { "spinet-test-\(getuid())-\($0)" })
     }
 

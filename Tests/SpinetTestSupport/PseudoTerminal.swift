@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SpinetSupport
 import Synchronization
 
 /// A program run on a pseudo-terminal of its own, as a user runs it in a
@@ -33,32 +34,18 @@ public final class PseudoTerminalProcess: @unchecked Sendable {
             throw PseudoTerminalError("no pseudo-terminal (/dev/ptmx): \(why)")
         }
         let slave = "/dev/pts/\(number)"
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        // After setsid (the attribute comes first), the first terminal the
+        // After setsid (a session of its own), the first terminal the
         // session leader opens becomes its controlling terminal.
-        posix_spawn_file_actions_addopen(&actions, 0, slave, O_RDWR, 0)
-        posix_spawn_file_actions_adddup2(&actions, 0, 1)
-        posix_spawn_file_actions_adddup2(&actions, 0, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        // POSIX_SPAWN_SETSID (a GNU flag Swift's Glibc does not import: 0x80) | POSIX_SPAWN_SETSIGMASK
-        posix_spawnattr_setflags(&attributes, Int16(0x80 | POSIX_SPAWN_SETSIGMASK))
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
-        let argv = ([program] + arguments).map { strdup($0) } + [nil]
-        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for p in argv + envp { free(p) } }
-        var child: pid_t = 0
-        let rc = posix_spawn(&child, program, &actions, &attributes, argv, envp)
-        guard rc == 0 else {
+        let child: pid_t
+        switch ChildProcess.spawn(program, arguments, environment: env.map { "\($0.key)=\($0.value)" },
+                                  descriptors: [.open(0, path: slave, flags: O_RDWR), .duplicate(1, from: 0), .duplicate(2, from: 0)],
+                                  newSession: true) {
+        case .success(let p): child = p
+        case .failure(let error):
             close(m)
-            throw PseudoTerminalError("cannot start \(program): \(String(cString: strerror(rc)))")
+            throw PseudoTerminalError("cannot start \(program): \(error)")
         }
         pid = child
         master = m
