@@ -191,9 +191,9 @@ struct PluginStateDamageTests {
 @Suite("Plugin start: the config file's fonts")
 struct PluginConfigFontTests {
     @Test func anUnusableConfigFontIsNamedWithTheFileAndTheKey() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("spinet-plugin-config-\(getpid())")
+        let dir = try SpinetCommand.temporaryDirectory("plugin-config")
         defer { try? FileManager.default.removeItem(at: dir) }
-        try FileManager.default.createDirectory(at: dir.appendingPathComponent("spinet"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("spinet"), withIntermediateDirectories: false)
         let text = dir.appendingPathComponent("text.sf2").path
         try Data("not a font\n".utf8).write(to: URL(fileURLWithPath: text))
         let fifo = dir.appendingPathComponent("fifo.sf2").path
@@ -216,13 +216,14 @@ struct PluginConfigFontTests {
 
 @Suite("Plugin start: a default font that does not load")
 struct PluginBrokenDefaultFontTests {
-    /// The font found beside the plugin (SoundFonts/sf_GMbank.sf2) is damaged: the instance is refused
-    /// with one line naming it (the host logs it), and nothing is freed
-    /// twice (the init's own clean-up ran before the deinit did it again).
+    /// The font found beside the plugin (SoundFonts/sf_GMbank.sf2) is
+    /// damaged: the instance is refused with one line naming it (the host
+    /// logs it), and nothing is freed twice (the init's own clean-up ran
+    /// before the deinit did it again).
     @Test func aDamagedFontBesideThePluginIsOneLineNotACrash() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("spinet-broken-default-\(getpid())")
+        let dir = try SpinetCommand.temporaryDirectory("broken-default")
         defer { try? FileManager.default.removeItem(at: dir) }
-        try FileManager.default.createDirectory(at: dir.appendingPathComponent("SoundFonts"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("SoundFonts"), withIntermediateDirectories: false)
         let font = dir.appendingPathComponent("SoundFonts/sf_GMbank.sf2").path
         try Data("RIFF\u{0}\u{0}\u{0}\u{0}sfbk, but nothing after it".utf8).write(to: URL(fileURLWithPath: font))
         for _ in 0..<3 {
