@@ -54,17 +54,7 @@ enum DSPMath {
     static func decibelsToGain(_ dB: Double) -> Double { pow(10, dB / 20) }
 
     /// Number of stored values that are subnormal (diagnostics; not render).
-    static func subnormalCount(_ p: UnsafeMutablePointer<Float>, _ count: Int) -> Int {
-        var n = 0
-        var i = 0
-        while i < count {
-            if p[i].isSubnormal { n += 1 }
-            i += 1
-        }
-        return n
-    }
-
-    static func subnormalCount(_ p: UnsafeMutablePointer<Double>, _ count: Int) -> Int {
+    static func subnormalCount<Value: BinaryFloatingPoint>(_ p: UnsafeMutablePointer<Value>, _ count: Int) -> Int {
         var n = 0
         var i = 0
         while i < count {

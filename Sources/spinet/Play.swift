@@ -109,19 +109,9 @@ struct Play: ParsableCommand {
     @Option(parsing: .unconditional, help: "Master gain in dB, before the limiter (e.g. --gain -6).")
     var gain: Double = 0
 
-    @Option(name: .customLong("channel"), help: ArgumentHelp("Which instrument a channel plays: N=synth[:PRESET] or N=soundfont (N 1-16, PORT.N, or all); repeatable. Bank Select 126 + Program Change from the keyboard or DAW also picks Spinet's synth.", valueName: "assignment"))
-    var channelAssignments: [String] = []
-
-    @Option(help: ArgumentHelp("A JSON file of synth presets (see Sources/SpinetSynth/PRESETS.md).", valueName: "path"))
-    var presets: String?
+    @OptionGroup var channelOptions: ChannelOptions
 
     @OptionGroup var effectOptions: EffectsOptions
-
-    @Option(help: ArgumentHelp("Channels to silence: numbers 1-16 (or PORT.N) separated by commas; repeatable.", valueName: "channels"))
-    var mute: [String] = []
-
-    @Option(help: ArgumentHelp("Channels to hear alone (every other one is muted): numbers 1-16 (or PORT.N) separated by commas; repeatable.", valueName: "channels"))
-    var solo: [String] = []
 
     @Option(help: ArgumentHelp("A JSON config file for soundfonts, channels and presets (default: $XDG_CONFIG_HOME/spinet/config.json, if present).", valueName: "path"))
     var config: String?
@@ -166,8 +156,6 @@ struct Play: ParsableCommand {
         LiveSession.installSignalHandlers()
         let settings = try orFailure { try SpinetConfig.load(explicitPath: config) }
         let soundFonts = self.soundFonts.isEmpty ? settings.soundFonts : self.soundFonts
-        let channelAssignments = settings.channels + self.channelAssignments
-        let presets = self.presets ?? settings.presets
         // 1. Options, checked before any device is touched.
         guard (8000...192000).contains(rate) else { throw Failure("--rate \(rate) is out of range; use 8000 to 192000 Hz") }
         guard (16...8192).contains(period) else { throw Failure("--period \(period) is out of range; use 16 to 8192 frames") }
@@ -192,13 +180,7 @@ struct Play: ParsableCommand {
         try Render.checkGain(gain)
         if self.soundFonts.isEmpty { try Render.checkConfigFonts(settings) }
         let fx = try effectOptions.resolve(config: settings)
-        var mutedChannels: [Int] = [], soloChannels: [Int] = []
-        try orFailure {
-            for text in settings.mute { mutedChannels += try ChannelAssignment.channelList(text, ports: ports, option: settings.label("mute")) }
-            for text in mute { mutedChannels += try ChannelAssignment.channelList(text, ports: ports, option: "--mute") }
-            for text in settings.solo { soloChannels += try ChannelAssignment.channelList(text, ports: ports, option: settings.label("solo")) }
-            for text in solo { soloChannels += try ChannelAssignment.channelList(text, ports: ports, option: "--solo") }
-        }
+        let (mutedChannels, soloChannels) = try channelOptions.mutedAndSoloed(config: settings, ports: ports)
         let connectTargets: [String]?
         switch connect.lowercased() {
         case "auto": connectTargets = nil
@@ -266,8 +248,8 @@ struct Play: ParsableCommand {
         sound.soloChannels = soloChannels
         sound.effects = fx.choices
         sound.polyphony = polyphony
-        sound.presets = try Render.presetBank(presets)
-        sound.channelAssignments = channelAssignments
+        sound.presets = try channelOptions.presetBank(config: settings)
+        sound.channelAssignments = channelOptions.assignments(config: settings)
         sound.configChannelCount = settings.channels.count
         sound.configLabel = settings.label("channels")
         let graph = try orFailure { try GraphBuilder.live(GraphSettings(sound, ports: ports), fonts: fonts, rate: Double(output.sampleRate),

@@ -83,19 +83,9 @@ struct Render: ParsableCommand {
     /// The most files a batch renders at once.
     static let maxJobs = 64
 
-    @Option(name: .customLong("channel"), help: ArgumentHelp("Which instrument a channel plays: N=synth[:PRESET] or N=soundfont (N 1-16, PORT.N, or all); repeatable. A Bank Select of 126 with a Program Change in the file also picks Spinet's synth.", valueName: "assignment"))
-    var channelAssignments: [String] = []
-
-    @Option(help: ArgumentHelp("A JSON file of synth presets (see Sources/SpinetSynth/PRESETS.md).", valueName: "path"))
-    var presets: String?
+    @OptionGroup var channelOptions: ChannelOptions
 
     @OptionGroup var effectOptions: EffectsOptions
-
-    @Option(help: ArgumentHelp("Channels to silence: numbers 1-16 (or PORT.N) separated by commas; repeatable.", valueName: "channels"))
-    var mute: [String] = []
-
-    @Option(help: ArgumentHelp("Channels to hear alone (every other one is muted): numbers 1-16 (or PORT.N) separated by commas; repeatable.", valueName: "channels"))
-    var solo: [String] = []
 
     @Flag(help: "Overwrite existing output files.")
     var force = false
@@ -151,12 +141,11 @@ struct Render: ParsableCommand {
         }
         var s = RenderSettings(rate: rate, sampleFormat: sampleFormat,
                                soundFonts: soundFonts.isEmpty ? file.soundFonts : soundFonts,
-                               channelAssignments: file.channels + channelAssignments,
-                               presetBank: try Self.presetBank(self.presets ?? file.presets, label: self.presets == nil ? file.label("presets") : nil),
+                               channelAssignments: channelOptions.assignments(config: file),
+                               presetBank: try channelOptions.presetBank(config: file),
                                polyphony: polyphony, threads: threadCount, gain: gain,
                                fluidEffects: fx.fluidEffects, quiet: quiet)
-        s.mutedChannels = try Self.channelLists(file.mute, option: file.label("mute")) + Self.channelLists(mute, option: "--mute")
-        s.soloChannels = try Self.channelLists(file.solo, option: file.label("solo")) + Self.channelLists(solo, option: "--solo")
+        (s.mutedChannels, s.soloChannels) = try channelOptions.mutedAndSoloed(config: file)
         s.partitions = partitions
         s.configChannelCount = file.channels.count
         s.configLabel = file.label("channels")
@@ -177,7 +166,7 @@ struct Render: ParsableCommand {
             s.normalize = target
         }
         s.filesInUse = s.soundFonts.map { FileInUse(path: $0, role: "a SoundFont in use") }
-            + [(self.presets ?? file.presets).map { FileInUse(path: $0, role: "the preset file in use") },
+            + [channelOptions.presetFile(config: file).map { FileInUse(path: $0, role: "the preset file in use") },
                file.path.map { FileInUse(path: $0, role: "the config file in use") }].compactMap { $0 }
         // The --channel options, checked once here; port numbers are checked
         // again for each file, against the ports it uses.
@@ -189,15 +178,6 @@ struct Render: ParsableCommand {
     /// `fonts`, or the default SoundFont when none is given (see `OfflineSession.fontsOrDefault`).
     static func fontsOrDefault(_ fonts: [String]) throws -> [String] {
         try orFailure { try OfflineSession.fontsOrDefault(fonts) }
-    }
-
-    /// The channels of `--mute`/`--solo` values (and the config file's).
-    static func channelLists(_ texts: [String], option: String) throws -> [Int] {
-        var channels: [Int] = []
-        for text in texts {
-            channels += try orFailure { try ChannelAssignment.channelList(text, option: option) }
-        }
-        return channels
     }
 
     /// One input to one output file (or standard output).
