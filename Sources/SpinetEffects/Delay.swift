@@ -184,6 +184,12 @@ public struct Delay: ~Copyable {
         delayFrames = frames(for: p.time)
         tapCurrent = delayFrames
         tapNext = delayFrames
+        settleRamps()
+    }
+
+    /// The per-frame ramps and the filters start where the smoothed values
+    /// are now, with no glide (at the start, and after a reset's jump).
+    private mutating func settleRamps() {
         lowPassRamp.reset(to: Float(lowPassOn.current))
         highPassRamp.reset(to: Float(highPassOn.current))
         pingPongRamp.reset(to: Float(pingPong.current))
@@ -219,12 +225,7 @@ public struct Delay: ~Copyable {
         pingPong.jump(to: pingPong.target)
         feedback.jump(to: feedback.target)
         wet.jump(to: wet.target)
-        lowPassRamp.reset(to: Float(lowPassOn.current))
-        highPassRamp.reset(to: Float(highPassOn.current))
-        pingPongRamp.reset(to: Float(pingPong.current))
-        feedbackRamp.reset(to: Float(feedback.current))
-        wetRamp.reset(to: Float(wet.current))
-        updateFilters()
+        settleRamps()
         clock.restart()
     }
 

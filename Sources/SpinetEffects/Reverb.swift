@@ -441,15 +441,22 @@ public struct Reverb: ~Copyable {
         // it: every line (at least 6 ms, 53 frames at 8 kHz) is longer than
         // a period plus the interpolator's reach.
         precondition(primes[0] > Self.controlInterval + 2)
+        settleRamps()
+        updateDampingCoefficients()
+    }
+
+    /// The per-frame ramps, the lines' read positions and the rotations
+    /// start where the smoothed values are now, with no glide (at the start,
+    /// and after a reset's jump).
+    private mutating func settleRamps() {
         preDelayRamp.reset(to: Float(preDelayFrames.current))
         diffusionRamp.reset(to: Float(diffusion.current))
         wetRamp.reset(to: Float(wet.current))
         widthRamp.reset(to: Float(width.current))
         reflectionScaleRamp.reset(to: Float(reflectionScale.current))
         earlyRamp.reset(to: Float(earlyLevel.current))
-        for i in 0..<n { readDelayEnd[i] = Float(baseLength[i]) }
+        for i in 0..<Self.lineCount { readDelayEnd[i] = Float(baseLength[i]) }
         setRotations(advancing: 0)
-        updateDampingCoefficients()
     }
 
     /// Render thread only. Silences the reverb at once (clears every line);
@@ -467,14 +474,7 @@ public struct Reverb: ~Copyable {
         width.jump(to: width.target)
         wet.jump(to: wet.target)
         setLineLengths(size: parameters.size, glide: false)
-        preDelayRamp.reset(to: Float(preDelayFrames.current))
-        diffusionRamp.reset(to: Float(diffusion.current))
-        wetRamp.reset(to: Float(wet.current))
-        widthRamp.reset(to: Float(width.current))
-        reflectionScaleRamp.reset(to: Float(reflectionScale.current))
-        earlyRamp.reset(to: Float(earlyLevel.current))
-        for i in 0..<Self.lineCount { readDelayEnd[i] = Float(baseLength[i]) }
-        setRotations(advancing: 0)
+        settleRamps()
         coefficientsNeedUpdate = true
         clock.restart()
     }
