@@ -76,33 +76,28 @@ struct Biquad {
     var coefficients = Coefficients.identity
     private var s1L = 0.0, s2L = 0.0, s1R = 0.0, s2R = 0.0
 
+    /// One sample through the filter whose state is `s1`, `s2`
+    /// (transposed direct form II); the one step every channel takes.
+    @inline(__always) private static func step(_ x: Double, _ c: Coefficients, _ s1: inout Double, _ s2: inout Double) -> Double {
+        let y = c.b0 * x + s1
+        s1 = DSPMath.flush(c.b1 * x - c.a1 * y + s2)
+        s2 = DSPMath.flush(c.b2 * x - c.a2 * y)
+        return y
+    }
+
     /// Render thread only. Filters one stereo frame.
     @inline(__always) mutating func process(_ left: Double, _ right: Double) -> (Double, Double) {
         let c = coefficients
-        let yL = c.b0 * left + s1L
-        s1L = DSPMath.flush(c.b1 * left - c.a1 * yL + s2L)
-        s2L = DSPMath.flush(c.b2 * left - c.a2 * yL)
-        let yR = c.b0 * right + s1R
-        s1R = DSPMath.flush(c.b1 * right - c.a1 * yR + s2R)
-        s2R = DSPMath.flush(c.b2 * right - c.a2 * yR)
-        return (yL, yR)
+        return (Self.step(left, c, &s1L, &s2L), Self.step(right, c, &s1R, &s2R))
     }
 
     /// Render thread only. One channel of a mono use (the left state).
     @inline(__always) mutating func processLeft(_ x: Double) -> Double {
-        let c = coefficients
-        let y = c.b0 * x + s1L
-        s1L = DSPMath.flush(c.b1 * x - c.a1 * y + s2L)
-        s2L = DSPMath.flush(c.b2 * x - c.a2 * y)
-        return y
+        Self.step(x, coefficients, &s1L, &s2L)
     }
 
     @inline(__always) mutating func processRight(_ x: Double) -> Double {
-        let c = coefficients
-        let y = c.b0 * x + s1R
-        s1R = DSPMath.flush(c.b1 * x - c.a1 * y + s2R)
-        s2R = DSPMath.flush(c.b2 * x - c.a2 * y)
-        return y
+        Self.step(x, coefficients, &s1R, &s2R)
     }
 
     mutating func reset() {
