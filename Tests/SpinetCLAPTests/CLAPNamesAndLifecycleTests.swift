@@ -48,8 +48,16 @@ struct CLAPNamesAndLifecycleTests {
             let f = line.split(separator: " ")
             if f.count == 2, let cycle = Int(f[0]), let kb = Int(f[1]) { rss[cycle] = kb }
         }
-        let early = try #require(rss[50]), late = try #require(rss[300])
-        print("CLAP create/destroy: resident set \(early) KB after 50 cycles, \(late) KB after 300")
-        #expect(late - early < 512, "grew \(late - early) KB over 250 cycles")
+        // The resident set reaches its plateau within a few dozen cycles
+        // (malloc's arenas, threads' stacks) and then dips by up to 15 MB at
+        // some cycles, where the measurement falls while a large block is
+        // returned (seen: 49 MB at cycle 25 or 50 or 275 of a 64 MB plateau,
+        // on a busy machine). So the highest value of cycles 101-150 is
+        // compared with the highest of cycles 251-300: the leak this
+        // catches, 20 KB a cycle, is 3 MB between them.
+        let steps = stride(from: 25, through: 300, by: 25).compactMap { c in rss[c].map { "\(c):\($0)" } }
+        print("CLAP create/destroy: resident set (cycle:KB) \(steps.joined(separator: " "))")
+        let early = try #require((101...150).compactMap { rss[$0] }.max()), late = try #require((251...300).compactMap { rss[$0] }.max())
+        #expect(late - early < 512, "grew \(late - early) KB from cycles 101-150 to cycles 251-300 (highest of each)")
     }
 }
