@@ -12,13 +12,10 @@ import SpinetTestSupport
 
 private let testsFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 private let regressions = testsFolder.appendingPathComponent("Regressions")
-private let repositoryRoot = testsFolder.deletingLastPathComponent().deletingLastPathComponent()
 
 
-private let midiFileInputs = regressionInputs(regressions.appendingPathComponent("midi-file"))
-    + regressionInputs(repositoryRoot.appendingPathComponent("Fuzz/corpus/MIDIFileFuzzer"))
-private let byteStreamInputs = regressionInputs(regressions.appendingPathComponent("byte-parser"))
-    + regressionInputs(repositoryRoot.appendingPathComponent("Fuzz/corpus/MIDIByteParserFuzzer"))
+private let midiFileInputs = regressionInputs(regressions.appendingPathComponent("midi-file"), fuzzer: "MIDIFileFuzzer")
+private let byteStreamInputs = regressionInputs(regressions.appendingPathComponent("byte-parser"), fuzzer: "MIDIByteParserFuzzer")
 
 @Suite("Regressions")
 struct RegressionTests {

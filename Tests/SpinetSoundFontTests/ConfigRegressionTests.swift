@@ -11,8 +11,7 @@ import SpinetSettings
 // spec in it, and each line given as a command-line spec, names channels on
 // the ports there are or fails with a message naming the option.
 
-private let configInputs = regressionInputs(regressionsFolder.appendingPathComponent("config"))
-    + regressionInputs(repositoryRoot.appendingPathComponent("Fuzz/corpus/ConfigFuzzer"))
+private let configInputs = regressionInputs(regressionsFolder.appendingPathComponent("config"), fuzzer: "ConfigFuzzer")
 
 @Suite("Config regressions")
 struct ConfigRegressionTests {

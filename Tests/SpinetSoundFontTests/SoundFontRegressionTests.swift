@@ -12,8 +12,7 @@ import SpinetTestSupport
 let regressionsFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Regressions")
 
 
-private let soundFontInputs = regressionInputs(regressionsFolder.appendingPathComponent("soundfont"))
-    + regressionInputs(repositoryRoot.appendingPathComponent("Fuzz/corpus/SoundFontFuzzer"))
+private let soundFontInputs = regressionInputs(regressionsFolder.appendingPathComponent("soundfont"), fuzzer: "SoundFontFuzzer")
 
 @Suite("SoundFont regressions")
 struct SoundFontRegressionTests {

@@ -11,16 +11,14 @@ import SpinetSupport
 // same; an error is one message naming the file; either comes quickly.
 
 private let testsFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-private let repositoryRoot = testsFolder.deletingLastPathComponent().deletingLastPathComponent()
 
 
-private let presetFileInputs = regressionInputs(testsFolder.appendingPathComponent("Regressions/presets"))
-    + regressionInputs(repositoryRoot.appendingPathComponent("Fuzz/corpus/PresetFileFuzzer"))
+private let presetFileInputs = regressionInputs(testsFolder.appendingPathComponent("Regressions/presets"), fuzzer: "PresetFileFuzzer")
 
 @Suite("Preset file regressions")
 struct PresetFileRegressionTests {
     @Test func theSeedsAreFound() {
-        #expect(presetFileInputs.count >= 5, "\(repositoryRoot.path)")
+        #expect(presetFileInputs.count >= 5, "\(testsFolder.path)")
     }
 
     @Test(arguments: presetFileInputs)
