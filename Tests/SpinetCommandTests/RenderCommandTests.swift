@@ -6,6 +6,13 @@ import SpinetTestSupport
 let demo = SpinetCommand.repositoryRoot.appendingPathComponent("demo/spinet-demo.mid").path
 let font = SpinetCommand.repositoryRoot.appendingPathComponent("SoundFonts/sf_GMbank.sf2").path
 
+/// One A4 on channel 1, held for a second (960 ticks at 120 bpm).
+func heldA4() -> [UInt8] {
+    var w = MIDIFileWriter(format: 0, ticksPerQuarter: 480)
+    w.addTrack([(0, .message(.noteOn(channel: 0, key: 69, velocity: 100))), (960, .message(.noteOff(channel: 0, key: 69, velocity: 0)))])
+    return w.bytes()
+}
+
 /// A short file: a C major arpeggio on the piano, `seconds` long at 120 bpm.
 func arpeggio(seconds: Int = 2, channel: UInt8 = 0, program: UInt8 = 0) -> [UInt8] {
     var w = MIDIFileWriter(format: 0, ticksPerQuarter: 480)
@@ -168,9 +175,7 @@ struct RenderCommandTests {
     @Test func channelOptionPlaysTheSynth() throws {
         let dir = try SpinetCommand.temporaryDirectory("channel")
         defer { try? FileManager.default.removeItem(at: dir) }
-        var w = MIDIFileWriter(format: 0, ticksPerQuarter: 480)
-        w.addTrack([(0, .message(.noteOn(channel: 0, key: 69, velocity: 100))), (960, .message(.noteOff(channel: 0, key: 69, velocity: 0)))])
-        let input = try write(w.bytes(), to: dir, "a4.mid")
+        let input = try write(heldA4(), to: dir, "a4.mid")
         var harmonicRatio: [String: Double] = [:]
         for (name, extra) in [("synth", ["--channel", "1=synth:sine"]), ("soundfont", [])] {
             let out = dir.appendingPathComponent("\(name).wav")
@@ -194,9 +199,7 @@ struct RenderCommandTests {
     @Test func theConfigFileAssignsChannels() throws {
         let dir = try SpinetCommand.temporaryDirectory("config")
         defer { try? FileManager.default.removeItem(at: dir) }
-        var w = MIDIFileWriter(format: 0, ticksPerQuarter: 480)
-        w.addTrack([(0, .message(.noteOn(channel: 0, key: 69, velocity: 100))), (960, .message(.noteOff(channel: 0, key: 69, velocity: 0)))])
-        let input = try write(w.bytes(), to: dir, "a4.mid")
+        let input = try write(heldA4(), to: dir, "a4.mid")
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("spinet"), withIntermediateDirectories: true)
         let config = dir.appendingPathComponent("spinet/config.json")
         try Data(#"{"channels": ["1=synth:sine"], "rate": 44100}"#.utf8).write(to: config)
