@@ -1,6 +1,7 @@
 import Glibc
 import SpinetEngine
 import SpinetHost
+import SpinetRig
 import Synchronization
 
 /// An audio device with no hardware, for the live session's tests: a thread
@@ -72,4 +73,24 @@ final class FakeDevice: RateFollowingDevice, @unchecked Sendable {
         thread = nil
         engines.collect()
     }
+}
+
+/// The lines a session logs, collected from any thread.
+final class LoggedLines: Sendable {
+    private let lines = Mutex<[String]>([])
+    func add(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
+}
+
+/// A live session of `graph` on fakes, for `seconds`, at no real-time
+/// priority, and the lines it logs (read them after `run`).
+func fakeSession(_ graph: EngineGraph, device: FakeDevice, input: any MIDIInput, font: String,
+                 seconds: Double) -> (LiveSession, LoggedLines) {
+    var options = LiveSession.Options()
+    options.priority = 0
+    options.duration = seconds
+    let lines = LoggedLines()
+    let session = LiveSession(graph: graph, device: device, midi: input, fonts: [font], recorder: nil,
+                              options: options, log: { lines.add($0) })
+    return (session, lines)
 }

@@ -98,12 +98,7 @@ struct LiveSessionRateTests {
         let graph = try GraphBuilder.live(settings, soundFont: unit, inputCapacities: [8192, 1024])
         let device = FakeDevice()
         let input = FollowingInput(device: device, canFollow: canFollow)
-        var options = LiveSession.Options()
-        options.priority = 0
-        options.duration = 1.2
-        let lines = Mutex<[String]>([])
-        let session = LiveSession(graph: graph, device: device, midi: input, fonts: [font], recorder: nil,
-                                  options: options, log: { line in lines.withLock { $0.append(line) } })
+        let (session, lines) = fakeSession(graph, device: device, input: input, font: font, seconds: 1.2)
         let changer = NativeThread(name: "rate-change") {
             usleep(400_000)
             device.rate.store(44100, ordering: .releasing)
@@ -111,6 +106,6 @@ struct LiveSessionRateTests {
         let status = try session.run()
         changer.join()
         #expect(status == 0)
-        return (session, device, input, lines.withLock { $0 })
+        return (session, device, input, lines.all)
     }
 }

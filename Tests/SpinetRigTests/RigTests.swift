@@ -242,12 +242,7 @@ struct LiveSessionTests {
         let graph = try GraphBuilder.live(settings, soundFont: unit, inputCapacities: [8192, 1024])
         let device = FakeDevice()
         let input = FakeInput()
-        var options = LiveSession.Options()
-        options.priority = 0
-        options.duration = 0.5
-        let lines = Mutex<[String]>([])
-        let session = LiveSession(graph: graph, device: device, midi: input, fonts: [bundledFont], recorder: nil,
-                                  options: options, log: { line in lines.withLock { $0.append(line) } })
+        let (session, lines) = fakeSession(graph, device: device, input: input, font: bundledFont, seconds: 0.5)
         let status = try session.run()
         #expect(status == 0)
         let started = input.started.load(ordering: .relaxed)
@@ -259,7 +254,7 @@ struct LiveSessionTests {
         let blocks = device.blocks.load(ordering: .relaxed)
         #expect(blocks > 10)
         #expect(graph.engine.statistics.peakVoices > 0, "the note played")
-        let said = lines.withLock { $0 }
+        let said = lines.all
         #expect(said.first == "MIDI: fake input")
         #expect(said.contains("Audio: fake, 48000 Hz"))
         #expect(said.last?.hasPrefix("Played ") == true, "\(said)")
