@@ -48,9 +48,10 @@ enum CLAPHost {
     static let dry = ["--param", "1=0", "--param", "2=0", "--param", "3=0"]
 
     /// Runs the host with `events` (and `events2` for a second instance) as
-    /// its event files; reads back what it rendered.
+    /// its event files, `environment` added to this process's; reads back
+    /// what it rendered.
     static func run(_ arguments: [String], events: String? = nil, events2: String? = nil,
-                    in directory: URL? = nil) throws -> CLAPRun {
+                    in directory: URL? = nil, environment: [String: String] = [:]) throws -> CLAPRun {
         let dir = try directory ?? SpinetCommand.temporaryDirectory("clap")
         var args = [plugin] + arguments
         if let events {
@@ -63,7 +64,7 @@ enum CLAPHost {
             try events2.write(to: url, atomically: true, encoding: .utf8)
             args += ["--events2", url.path, "--out2", dir.appendingPathComponent("out2.f32").path]
         }
-        let r = try SpinetCommand.run(args, timeout: 300, program: host)
+        let r = try SpinetCommand.run(args, timeout: 300, environment: environment, program: host)
         var run = CLAPRun(status: r.status, stdout: String(decoding: r.stdout, as: UTF8.self), stderr: r.stderr)
         if r.timedOut { run.status = -1 }
         if events != nil, let (l, rr) = try? readStereo(dir.appendingPathComponent("out.f32")) { run.left = l; run.right = rr }
