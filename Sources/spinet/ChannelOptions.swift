@@ -29,10 +29,14 @@ struct ChannelOptions: ParsableArguments {
         presets ?? config.presets
     }
 
-    /// The presets of `presetFile(config:)`; a file that does not read is
-    /// named with the config file's key when the config file named it.
+    /// The presets of `presetFile(config:)` (the factory presets when none);
+    /// a file that does not read is named with the config file's key when
+    /// the config file named it.
     func presetBank(config: SpinetConfig) throws -> PresetBank {
-        try Render.presetBank(presetFile(config: config), label: presets == nil ? config.label("presets") : nil)
+        guard let path = presetFile(config: config) else { return .factory }
+        do { return try PresetBank(jsonFile: path) } catch {
+            throw Failure(presets == nil ? "\(config.label("presets")) " + error.description : error.description)
+        }
     }
 
     /// The muted and the soloed global channels, the config file's first;

@@ -258,15 +258,6 @@ struct Render: ParsableCommand {
         return p
     }
 
-    /// The factory presets, or those of a preset file.
-    static func presetBank(_ path: String?, label: String? = nil) throws -> PresetBank {
-        guard let path else { return .factory }
-        do { return try PresetBank(jsonFile: path) } catch {
-            // a preset file named by the config file: say where it was named
-            throw Failure(label.map { "\($0) " + error.description } ?? error.description)
-        }
-    }
-
     /// The master gain, in dB: finite and within what can still be heard
     /// (below -96 dB nothing reaches 16 bits; above +40 dB only the limiter is left).
     static let gainRange = -96.0...40.0
