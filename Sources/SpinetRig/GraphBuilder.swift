@@ -420,10 +420,11 @@ public enum GraphBuilder {
         let unitIndexes = Array(units.indices)
         var stems: [[StemPart]] = []
         var effects: [StemEffects] = []
+        // a synth of the channel's own: a unit of the engine, its index
+        func ownSynth() throws(RigError) -> Int { engine.add(try Self.synth(settings, ports: ports).0) }
         for c in stemChannels {
             if synthChannels.contains(c) {
-                let (own, _) = try Self.synth(settings, ports: ports)
-                let index = engine.add(own)
+                let index = try ownSynth()
                 engine.route(channel: c, to: index)
                 stems.append([StemPart(unit: index)])
                 effects.append(.all)
@@ -432,14 +433,14 @@ public enum GraphBuilder {
             var parts = zip(units, unitIndexes).compactMap { unit, index in
                 unit.part(forChannel: c).map { StemPart(unit: index, part: $0) }
             }
-            if bankSynthChannels.contains(c) {
-                let (own, _) = try Self.synth(settings, ports: ports)
-                let index = engine.add(own)
+            let movesToSynth = bankSynthChannels.contains(c)
+            if movesToSynth {
+                let index = try ownSynth()
                 engine.routeBank(msb: OscillatorSynth.spinetPresetBank, channel: c, to: index)
                 parts.append(StemPart(unit: index))
             }
             stems.append(parts)
-            effects.append(bankSynthChannels.contains(c) ? .all : effectsSent(schedule, channel: c))
+            effects.append(movesToSynth ? .all : effectsSent(schedule, channel: c))
         }
         // synth channels without a stem make no sound
         for c in synthChannels where !stemChannels.contains(c) { engine.route(channel: c, to: nil) }
