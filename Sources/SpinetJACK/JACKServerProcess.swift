@@ -60,6 +60,7 @@ public final class JACKServerProcess {
         failedStarts = []
         let candidates = name.isEmpty ? names : [name]
         precondition(!candidates.isEmpty, "a server needs a name")
+        var said = ""     // the last lines of the last try's log
         for candidate in candidates {
             for attempt in 0..<attempts {
                 if log != "/dev/null" { truncate(log, 0) }   // this run's output only (never touch /dev/null)
@@ -67,18 +68,18 @@ public final class JACKServerProcess {
                 pid = try spawn(["/bin/sh", "-c", watcher, "jackd"] + arguments(candidate, rate: rate, period: period))
                 if waitUntilReady(seconds: 10) { return }
                 stop()
-                let said = log == "/dev/null" ? "" : Self.contents(of: log).split(separator: "\n").suffix(2).joined(separator: " | ")
+                let text = log == "/dev/null" ? "" : Self.contents(of: log)
+                said = text.split(separator: "\n").suffix(3).joined(separator: " | ")
                 failedStarts.append("jackd -n \(candidate) did not start within 10 s" + (said.isEmpty ? "" : ": \(said)"))
-                if log != "/dev/null", Self.contents(of: log).contains("Too many servers already active") {
+                if text.contains("Too many servers already active") {
                     throw JACKError("jackd: too many JACK servers already run on this machine (jackd2 allows 8); stop leftover ones")
                 }
                 usleep(UInt32(200_000 * (attempt + 1)))
             }
         }
         // (the log's last lines in the message: a test's log is removed with its server)
-        let said = log == "/dev/null" ? [] : Self.contents(of: log).split(separator: "\n").suffix(3)
         throw JACKError("jackd -n \(name) did not start (\(executable) --no-realtime -S -d dummy -r \(rate) -p \(period))"
-                        + (said.isEmpty ? "" : "; it said: " + said.joined(separator: " | ")))
+                        + (said.isEmpty ? "" : "; it said: " + said))
     }
 
     /// Starts jackd again under its name and freezes it the moment its
