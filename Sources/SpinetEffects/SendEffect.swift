@@ -14,6 +14,9 @@ public protocol SendEffect: ~Copyable {
                           frames: Int)
     /// How long the return goes on after the input stops, in seconds.
     var tailSeconds: Double { get }
+    /// Render thread only. Switches the effect out (its return fades out
+    /// and its state is cleared) or back in (it fades in from silence).
+    var isBypassed: Bool { get set }
     /// Render thread only. The tempo note-value times follow; effects with
     /// none ignore it (the default).
     mutating func setTempo(bpm: Double)

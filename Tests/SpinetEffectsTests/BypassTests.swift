@@ -14,8 +14,8 @@ struct BypassTests {
 
     /// Renders a send effect as the mixer uses it: the outputs hold the dry
     /// tone and the effect adds its return. Bypass toggles at `toggles`.
-    func sendMix(toggling: Bool, _ make: () -> any SendEffect) -> [Float] {
-        var effect = make()
+    func sendMix<Effect: SpinetEffects.SendEffect & ~Copyable>(toggling: Bool, _ make: () -> MonoSend<Effect>) -> [Float] {
+        let effect = make()
         let tone = Measure.sine(frequency: 220, amplitude: 0.5, frames: 48000, sampleRate: fs)
         var mix = tone
         var bypassed = false
@@ -37,7 +37,7 @@ struct BypassTests {
         return mix
     }
 
-    func check(_ name: String, _ make: () -> any SendEffect) {
+    func check<Effect: SpinetEffects.SendEffect & ~Copyable>(_ name: String, _ make: () -> MonoSend<Effect>) {
         let steadyOn = sendMix(toggling: false, make)
         let toggled = sendMix(toggling: true, make)
         let dryStep = SignalAnalysis.maxStep(Measure.sine(frequency: 220, amplitude: 0.5, frames: 4800, sampleRate: fs)[...])
@@ -52,10 +52,10 @@ struct BypassTests {
         #expect(differs)
     }
 
-    @Test func reverb() { check("reverb") { ReverbSend(Reverb(sampleRate: fs, parameters: ReverbPreset.plate.parameters)) } }
-    @Test func chorus() { check("chorus") { ChorusSend(Chorus(sampleRate: fs, parameters: ChorusPreset.wide.parameters)) } }
+    @Test func reverb() { check("reverb") { MonoSend(Reverb(sampleRate: fs, parameters: ReverbPreset.plate.parameters)) } }
+    @Test func chorus() { check("chorus") { MonoSend(Chorus(sampleRate: fs, parameters: ChorusPreset.wide.parameters)) } }
     @Test func delay() {
-        check("delay") { DelaySend(Delay(sampleRate: fs, parameters: .init(time: .milliseconds(50), feedback: 0.5))) }
+        check("delay") { MonoSend(Delay(sampleRate: fs, parameters: .init(time: .milliseconds(50), feedback: 0.5))) }
     }
 
     /// The equalizer crossfades between processed and dry signal.
@@ -88,37 +88,12 @@ struct BypassTests {
     }
 }
 
-/// The three send effects behind one face, for the tests that treat them alike.
-protocol SendEffect {
-    var bypassed: Bool { get set }
-    /// Adds the return of mono `input` to both... to `output` (left only).
-    mutating func add(_ input: UnsafePointer<Float>, _ output: UnsafeMutablePointer<Float>, _ frames: Int)
-}
-
-final class ReverbSend: SendEffect {
-    var effect: Reverb
+/// A send effect as the mixer uses it: a mono input, its return added to
+/// `output` (the right output goes to a scratch buffer).
+final class MonoSend<Effect: SpinetEffects.SendEffect & ~Copyable> {
+    var effect: Effect
     let scratch = FixedBuffer<Float>(repeating: 0, count: 4096)
-    init(_ effect: consuming Reverb) { self.effect = effect }
-    var bypassed: Bool { get { effect.isBypassed } set { effect.isBypassed = newValue } }
-    func add(_ input: UnsafePointer<Float>, _ output: UnsafeMutablePointer<Float>, _ frames: Int) {
-        effect.process(inputLeft: input, inputRight: input, outputLeft: output, outputRight: scratch.pointer, frames: frames)
-    }
-}
-
-final class ChorusSend: SendEffect {
-    var effect: Chorus
-    let scratch = FixedBuffer<Float>(repeating: 0, count: 4096)
-    init(_ effect: consuming Chorus) { self.effect = effect }
-    var bypassed: Bool { get { effect.isBypassed } set { effect.isBypassed = newValue } }
-    func add(_ input: UnsafePointer<Float>, _ output: UnsafeMutablePointer<Float>, _ frames: Int) {
-        effect.process(inputLeft: input, inputRight: input, outputLeft: output, outputRight: scratch.pointer, frames: frames)
-    }
-}
-
-final class DelaySend: SendEffect {
-    var effect: Delay
-    let scratch = FixedBuffer<Float>(repeating: 0, count: 4096)
-    init(_ effect: consuming Delay) { self.effect = effect }
+    init(_ effect: consuming Effect) { self.effect = effect }
     var bypassed: Bool { get { effect.isBypassed } set { effect.isBypassed = newValue } }
     func add(_ input: UnsafePointer<Float>, _ output: UnsafeMutablePointer<Float>, _ frames: Int) {
         effect.process(inputLeft: input, inputRight: input, outputLeft: output, outputRight: scratch.pointer, frames: frames)

@@ -29,6 +29,24 @@ struct RealtimeTests {
         return (p[0], p[1], p[2], p[3])
     }
 
+    /// What every send effect's check ends with: a block, an empty one,
+    /// bypass on (the fade, then the block that clears), off again, and the
+    /// tail length.
+    func bypassCycle<Effect: SendEffect & ~Copyable>(
+        _ effect: inout Effect,
+        _ b: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>)
+    ) {
+        func process(_ n: Int) { effect.process(inputLeft: b.0, inputRight: b.1, outputLeft: b.2, outputRight: b.3, frames: n) }
+        process(1000)
+        process(0)
+        effect.isBypassed = true
+        process(frames)
+        process(64)   // clears
+        effect.isBypassed = false
+        process(777)
+        _ = effect.tailSeconds
+    }
+
     @Test func reverb() {
         let (inL, inR, outL, outR) = buffers()
         defer { inL.deallocate(); inR.deallocate(); outL.deallocate(); outR.deallocate() }
@@ -41,14 +59,7 @@ struct RealtimeTests {
             reverb.parameters.decaySeconds = 3
             if let preset = ReverbPreset(gm2Type: 8) { reverb.parameters = preset.parameters }
             gsType += 1
-            reverb.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: 1000)
-            reverb.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: 0)
-            reverb.isBypassed = true
-            reverb.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: frames)
-            reverb.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: 64)  // clears
-            reverb.isBypassed = false
-            reverb.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: 777)
-            _ = reverb.tailSeconds
+            bypassCycle(&reverb, (inL, inR, outL, outR))
         }
     }
 
@@ -62,13 +73,7 @@ struct RealtimeTests {
             chorus.parameters = ChorusPreset(gsType: type % 8)!.parameters
             chorus.parameters.voices = 1 + type % 4
             type += 1
-            chorus.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: 1000)
-            chorus.isBypassed = true
-            chorus.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: frames)
-            chorus.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: 64)
-            chorus.isBypassed = false
-            chorus.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: 777)
-            _ = chorus.tailSeconds
+            bypassCycle(&chorus, (inL, inR, outL, outR))
         }
     }
 
@@ -86,13 +91,7 @@ struct RealtimeTests {
             delay.parameters.lowPassHz = nil
             delay.parameters.time = .milliseconds(123)
             if let gs = DelayPreset(gsReverbType: 7) { delay.parameters = gs.parameters }
-            delay.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: 1000)
-            delay.isBypassed = true
-            delay.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: frames)
-            delay.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: 64)
-            delay.isBypassed = false
-            delay.process(inputLeft: inL, inputRight: inR, outputLeft: outL, outputRight: outR, frames: 777)
-            _ = delay.tailSeconds
+            bypassCycle(&delay, (inL, inR, outL, outR))
         }
     }
 
