@@ -102,46 +102,10 @@ struct EngineIntegrationTests {
         // The synth alone, driven the way the engine drives it.
         let synth = OscillatorSynth(polyphony: 24, mpe: .lower)
         synth.prepare(sampleRate: 48_000, maxFrames: 256, channels: 16)
-        let queue = EventQueue(capacity: 1 << 14)
-        var events: [EngineEvent] = []
-        var sysEx = [UInt8](repeating: 0, count: 16)
-        for pass in 0..<2 {
-            Self.busySecond(into: queue, start: 0)
-            events.removeAll(keepingCapacity: true)
-            while let e = queue.peek() {
-                events.append(e)
-                queue.pop(sysExDestination: &sysEx)
-            }
-            events.sort { $0.frame < $1.frame }
-            var left = [Float](repeating: 0, count: 256), right = left
-            let counts = events.withUnsafeBufferPointer { list in
-                sysEx.withUnsafeBufferPointer { message in
-                    left.withUnsafeMutableBufferPointer { l in
-                        right.withUnsafeMutableBufferPointer { r in
-                            let out = (l.baseAddress!, r.baseAddress!)
-                            return RealtimeProbe.counts {
-                                var position: Int64 = 0
-                                for index in 0..<list.count {
-                                    let event = list[index]
-                                    while position < event.frame {
-                                        let n = Int(min(event.frame - position, 256))
-                                        synth.render(left: out.0, right: out.1, frames: n)
-                                        position += Int64(n)
-                                    }
-                                    switch event.kind {
-                                    case .message(let m): synth.receive(m)
-                                    case .sysEx(let length): synth.receiveSysEx(UnsafeBufferPointer(rebasing: message[0..<Int(length)]))
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            if pass == 1 {
-                #expect(counts.allocations == 0)
-                #expect(counts.frees == 0)
-                #expect(counts.locks == 0)
+        var left = [Float](repeating: 0, count: 256), right = left
+        left.withUnsafeMutableBufferPointer { l in
+            right.withUnsafeMutableBufferPointer { r in
+                expectBusySecondRealtimeSafe(synth) { synth.render(left: l.baseAddress!, right: r.baseAddress!, frames: $0) }
             }
         }
 

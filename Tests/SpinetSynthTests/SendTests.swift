@@ -249,47 +249,14 @@ struct SendTests {
             synth.receive(controlChange(c, MIDIController.chorusSend, 40))
             synth.receive(controlChange(c, MIDIController.delaySend, c % 2 == 0 ? 30 : 0))
         }
-        let queue = EventQueue(capacity: 1 << 14)
-        var events: [EngineEvent] = []
-        var sysEx = [UInt8](repeating: 0, count: 16)
         let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 8 * 256)
         buffers.initialize(repeating: 0, count: 8 * 256)
         defer { buffers.deallocate() }
         let output = UnitOutput(planar: buffers, stride: 256)
         var sent: Float = 0
-        for pass in 0..<2 {
-            EngineIntegrationTests.busySecond(into: queue, start: 0)
-            events.removeAll(keepingCapacity: true)
-            while let e = queue.peek() {
-                events.append(e)
-                queue.pop(sysExDestination: &sysEx)
-            }
-            events.sort { $0.frame < $1.frame }
-            let counts = events.withUnsafeBufferPointer { list in
-                sysEx.withUnsafeBufferPointer { message in
-                    RealtimeProbe.counts {
-                        var position: Int64 = 0
-                        for index in 0..<list.count {
-                            let event = list[index]
-                            while position < event.frame {
-                                let n = Int(min(event.frame - position, 256))
-                                synth.render(output, frames: n)
-                                for i in 0..<n { sent = max(sent, abs(output.chorusLeft[i]) + abs(output.delayRight[i])) }
-                                position += Int64(n)
-                            }
-                            switch event.kind {
-                            case .message(let m): synth.receive(m)
-                            case .sysEx(let length): synth.receiveSysEx(UnsafeBufferPointer(rebasing: message[0..<Int(length)]))
-                            }
-                        }
-                    }
-                }
-            }
-            if pass == 1 {
-                #expect(counts.allocations == 0)
-                #expect(counts.frees == 0)
-                #expect(counts.locks == 0)
-            }
+        expectBusySecondRealtimeSafe(synth) { n in
+            synth.render(output, frames: n)
+            for i in 0..<n { sent = max(sent, abs(output.chorusLeft[i]) + abs(output.delayRight[i])) }
         }
         #expect(sent > 0.001, "the sends path was not exercised")
     }

@@ -1,3 +1,4 @@
+import Testing
 import SpinetEngine
 import SpinetMIDI
 @testable import SpinetSynth
@@ -68,3 +69,46 @@ func decibels(_ ratio: Double) -> Double { 20 * log10(max(ratio, 1e-30)) }
 
 import Foundation
 import SpinetTestSupport
+
+/// Plays `EngineIntegrationTests.busySecond` into `synth` twice, each event
+/// at its frame, `render(n)` rendering the `n` frames (at most 256) between
+/// events, the way the engine drives a unit; the second pass (the first
+/// warms up) must allocate, free and lock nothing.
+func expectBusySecondRealtimeSafe(_ synth: OscillatorSynth, render: (Int) -> Void) {
+    let queue = EventQueue(capacity: 1 << 14)
+    var events: [EngineEvent] = []
+    var sysEx = [UInt8](repeating: 0, count: 16)
+    for pass in 0..<2 {
+        EngineIntegrationTests.busySecond(into: queue, start: 0)
+        events.removeAll(keepingCapacity: true)
+        while let e = queue.peek() {
+            events.append(e)
+            queue.pop(sysExDestination: &sysEx)
+        }
+        events.sort { $0.frame < $1.frame }
+        let counts = events.withUnsafeBufferPointer { list in
+            sysEx.withUnsafeBufferPointer { message in
+                RealtimeProbe.counts {
+                    var position: Int64 = 0
+                    for index in 0..<list.count {
+                        let event = list[index]
+                        while position < event.frame {
+                            let n = Int(min(event.frame - position, 256))
+                            render(n)
+                            position += Int64(n)
+                        }
+                        switch event.kind {
+                        case .message(let m): synth.receive(m)
+                        case .sysEx(let length): synth.receiveSysEx(UnsafeBufferPointer(rebasing: message[0..<Int(length)]))
+                        }
+                    }
+                }
+            }
+        }
+        if pass == 1 {
+            #expect(counts.allocations == 0)
+            #expect(counts.frees == 0)
+            #expect(counts.locks == 0)
+        }
+    }
+}
