@@ -311,7 +311,8 @@ typedef struct instance {
     FILE *out;
     float *left, *right, *interleaved;
     block_events *block;
-    unsigned long calls, allocations, frees, locks, max_allocations, allocating_calls;
+    unsigned long calls, allocating_calls;
+    spinet_probe_totals probe;
     double seconds;
 } instance;
 
@@ -387,12 +388,7 @@ static void process_block(instance *in, uint64_t position, uint32_t frames) {
     if (probe) spinet_probe_begin();
     clap_process_status status = in->plugin->process(in->plugin, &process);
     if (probe) {
-        spinet_probe_end();
-        unsigned long a = spinet_probe_allocations();
-        in->allocations += a;
-        in->frees += spinet_probe_frees();
-        in->locks += spinet_probe_locks();
-        if (a > in->max_allocations) in->max_allocations = a;
+        unsigned long a = spinet_probe_end_adding(&in->probe);
         if (a > 0 && in->allocating_calls++ < 8)
             printf("allocating-call %lu allocations %lu frames %u\n", in->calls, a, frames);
     }
@@ -666,10 +662,10 @@ int main(int argc, char **argv) {
         printf("process-calls%s %lu\n", suffix, in->calls);
         printf("process-seconds%s %.6f\n", suffix, in->seconds);
         if (probe) {
-            printf("process-allocations%s %lu\n", suffix, in->allocations);
-            printf("process-frees%s %lu\n", suffix, in->frees);
-            printf("process-locks%s %lu\n", suffix, in->locks);
-            printf("max-process-allocations%s %lu\n", suffix, in->max_allocations);
+            printf("process-allocations%s %lu\n", suffix, in->probe.allocations);
+            printf("process-frees%s %lu\n", suffix, in->probe.frees);
+            printf("process-locks%s %lu\n", suffix, in->probe.locks);
+            printf("max-process-allocations%s %lu\n", suffix, in->probe.max_allocations);
             printf("allocating-calls%s %lu\n", suffix, in->allocating_calls);
         }
         if (in->debug != NULL) {

@@ -218,7 +218,8 @@ typedef struct {
     uint32_t dropped_work;
     unsigned long midnam_updates;   // calls of the midnam#update feature
     // probe
-    unsigned long runs, allocations, frees, locks, max_allocations_per_run;
+    unsigned long runs;
+    spinet_probe_totals probe;
     // The runs that allocated: how many, and the first one's index
     // (0-based, counted from the last activation).
     unsigned long allocating_runs, first_allocating_run, runs_since_activate;
@@ -631,12 +632,7 @@ int main(int argc, char **argv) {
             if (probe) spinet_probe_begin();
             lilv_instance_run(h->instance, n);
             if (probe) {
-                spinet_probe_end();
-                unsigned long a = spinet_probe_allocations();
-                h->allocations += a;
-                h->frees += spinet_probe_frees();
-                h->locks += spinet_probe_locks();
-                if (a > h->max_allocations_per_run) h->max_allocations_per_run = a;
+                unsigned long a = spinet_probe_end_adding(&h->probe);
                 if (a > 0) {
                     if (!h->allocated) h->first_allocating_run = h->runs_since_activate;
                     h->allocated = true;
@@ -672,7 +668,7 @@ int main(int argc, char **argv) {
         printf("%s runs %lu seconds %.6f\n", h->name, h->runs, h->run_seconds);
         if (probe) {
             printf("%s allocations %lu frees %lu locks %lu max_allocations_per_run %lu allocating_runs %lu first_allocating_run %ld\n",
-                   h->name, h->allocations, h->frees, h->locks, h->max_allocations_per_run, h->allocating_runs,
+                   h->name, h->probe.allocations, h->probe.frees, h->probe.locks, h->probe.max_allocations, h->allocating_runs,
                    h->allocated ? (long)h->first_allocating_run : -1L);
         }
         if (h->dropped_work) printf("%s dropped_work %u\n", h->name, h->dropped_work);

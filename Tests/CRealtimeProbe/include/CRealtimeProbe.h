@@ -38,6 +38,26 @@ unsigned long spinet_probe_frees(void);
 /// words directly (Swift's Synchronization.Mutex, the Swift runtime's).
 unsigned long spinet_probe_locks(void);
 
+/// A test host's running totals over the counted stretches of one plugin
+/// instance (its process or run calls).
+typedef struct spinet_probe_totals {
+    unsigned long allocations, frees, locks;
+    /// The most allocations in one stretch.
+    unsigned long max_allocations;
+} spinet_probe_totals;
+
+/// Stops counting (spinet_probe_end) and adds the stretch's counts to
+/// *totals. Returns the stretch's allocations.
+static inline unsigned long spinet_probe_end_adding(spinet_probe_totals *totals) {
+    spinet_probe_end();
+    unsigned long a = spinet_probe_allocations();
+    totals->allocations += a;
+    totals->frees += spinet_probe_frees();
+    totals->locks += spinet_probe_locks();
+    if (a > totals->max_allocations) totals->max_allocations = a;
+    return a;
+}
+
 /// 1 if the malloc interposition is really in effect in this process: an
 /// allocation made by libc itself (strdup) was observed by the probe and the
 /// dynamic linker resolves "malloc" to the probe. Else 0.
