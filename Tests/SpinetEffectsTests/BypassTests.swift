@@ -12,25 +12,34 @@ struct BypassTests {
     /// Bypass on, off, on, and off again in the middle of the fade.
     let toggles = [14400, 14400 + 4800 + 37, 28800, 28800 + 300]
 
+    /// Walks `frames` frames in blocks of at most 128, cut at `toggles` when
+    /// `toggling`: at each toggle `toggle` gets the new bypass state (on,
+    /// off, on, off), then `process(frame, n)` renders the block.
+    func blocks(_ frames: Int, toggling: Bool, toggle: (Bool) -> Void, process: (_ frame: Int, _ n: Int) -> Void) {
+        var bypassed = false
+        var frame = 0
+        while frame < frames {
+            var n = min(128, frames - frame)
+            if toggling, let next = toggles.first(where: { $0 > frame }) { n = min(n, next - frame) }
+            if toggling && toggles.contains(frame) {
+                bypassed.toggle()
+                toggle(bypassed)
+            }
+            process(frame, n)
+            frame += n
+        }
+    }
+
     /// Renders a send effect as the mixer uses it: the outputs hold the dry
     /// tone and the effect adds its return. Bypass toggles at `toggles`.
     func sendMix<Effect: SpinetEffects.SendEffect & ~Copyable>(toggling: Bool, _ make: () -> MonoSend<Effect>) -> [Float] {
         let effect = make()
         let tone = Measure.sine(frequency: 220, amplitude: 0.5, frames: 48000, sampleRate: fs)
         var mix = tone
-        var bypassed = false
         tone.withUnsafeBufferPointer { input in
             mix.withUnsafeMutableBufferPointer { output in
-                var frame = 0
-                while frame < tone.count {
-                    var n = min(128, tone.count - frame)
-                    if toggling, let next = toggles.first(where: { $0 > frame }) { n = min(n, next - frame) }
-                    if toggling && toggles.contains(frame) {
-                        bypassed.toggle()
-                        effect.bypassed = bypassed
-                    }
+                blocks(tone.count, toggling: toggling, toggle: { effect.bypassed = $0 }) { frame, n in
                     effect.add(input.baseAddress! + frame, output.baseAddress! + frame, n)
-                    frame += n
                 }
             }
         }
@@ -64,16 +73,10 @@ struct BypassTests {
         func run(toggling: Bool) -> [Float] {
             var eq = Equalizer(sampleRate: fs, parameters: .init(lowShelfFrequency: 500, lowShelfGainDB: 12))
             var l = tone, r = tone
-            var bypassed = false
             l.withUnsafeMutableBufferPointer { lp in
                 r.withUnsafeMutableBufferPointer { rp in
-                    var frame = 0
-                    while frame < tone.count {
-                        var n = min(128, tone.count - frame)
-                        if toggling, let next = toggles.first(where: { $0 > frame }) { n = min(n, next - frame) }
-                        if toggling && toggles.contains(frame) { bypassed.toggle(); eq.isBypassed = bypassed }
+                    blocks(tone.count, toggling: toggling, toggle: { eq.isBypassed = $0 }) { frame, n in
                         eq.process(left: lp.baseAddress! + frame, right: rp.baseAddress! + frame, frames: n)
-                        frame += n
                     }
                 }
             }

@@ -18,22 +18,11 @@ struct RenderedWithSends {
 func renderWithSends(_ synth: OscillatorSynth, frames: Int, events: [(frame: Int, message: MIDIMessage)] = [],
                      block: Int = 256) -> RenderedWithSends {
     var planes = [[Float]](repeating: [Float](repeating: .nan, count: frames), count: 8)
-    let sorted = events.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map(\.element)
-    var next = 0
-    var position = 0
     var storage = planes.flatMap { $0 }
     storage.withUnsafeMutableBufferPointer { buffer in
-        let base = buffer.baseAddress!
-        let output = UnitOutput(planar: base, stride: frames)
-        while position < frames {
-            while next < sorted.count && sorted[next].frame <= position {
-                synth.receive(sorted[next].message)
-                next += 1
-            }
-            var end = min(frames, (position / block + 1) * block)
-            if next < sorted.count { end = min(end, sorted[next].frame) }
-            synth.render(output.advanced(by: position), frames: end - position)
-            position = end
+        let output = UnitOutput(planar: buffer.baseAddress!, stride: frames)
+        _ = slice(synth, frames: frames, events: events, block: block) { position, n in
+            synth.render(output.advanced(by: position), frames: n)
         }
     }
     for k in 0..<8 { planes[k] = Array(storage[(k * frames)..<((k + 1) * frames)]) }

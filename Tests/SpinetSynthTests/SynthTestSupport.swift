@@ -20,33 +20,44 @@ func makeSynth(_ presets: [Preset]? = nil, sampleRate: Double = 48_000, polyphon
     return synth
 }
 
-/// Renders `frames` frames, applying each event at its exact frame (the way
-/// the engine slices a block), in render calls of at most `block` frames:
-/// a host's blocks of `block` frames from frame 0, cut at the events.
-func render(_ synth: OscillatorSynth, frames: Int, events: [(frame: Int, message: MIDIMessage)] = [], block: Int = 256) -> Rendered {
-    var left = [Float](repeating: .nan, count: frames)
-    var right = [Float](repeating: .nan, count: frames)
+/// Drives `synth` through `frames` frames the way the engine slices a
+/// block: each event received at its exact frame, `render(position, n)`
+/// called for the frames between them, in calls of at most `block` frames
+/// (a host's blocks of `block` frames from frame 0, cut at the events).
+/// Returns the events at or after `frames`, not received.
+func slice(_ synth: OscillatorSynth, frames: Int, events: [(frame: Int, message: MIDIMessage)], block: Int,
+           render: (_ position: Int, _ frames: Int) -> Void) -> ArraySlice<(frame: Int, message: MIDIMessage)> {
     let sorted = events.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map(\.element)
     var next = 0
     var position = 0
-    left.withUnsafeMutableBufferPointer { l in
+    while position < frames {
+        while next < sorted.count && sorted[next].frame <= position {
+            synth.receive(sorted[next].message)
+            next += 1
+        }
+        var end = min(frames, (position / block + 1) * block)
+        if next < sorted.count { end = min(end, sorted[next].frame) }
+        render(position, end - position)
+        position = end
+    }
+    return sorted[next...]
+}
+
+/// Renders `frames` frames, applying each event at its exact frame (the way
+/// the engine slices a block), in render calls of at most `block` frames:
+/// a host's blocks of `block` frames from frame 0, cut at the events. The
+/// events after the end are received last.
+func render(_ synth: OscillatorSynth, frames: Int, events: [(frame: Int, message: MIDIMessage)] = [], block: Int = 256) -> Rendered {
+    var left = [Float](repeating: .nan, count: frames)
+    var right = [Float](repeating: .nan, count: frames)
+    let rest = left.withUnsafeMutableBufferPointer { l in
         right.withUnsafeMutableBufferPointer { r in
-            while position < frames {
-                while next < sorted.count && sorted[next].frame <= position {
-                    synth.receive(sorted[next].message)
-                    next += 1
-                }
-                var end = min(frames, (position / block + 1) * block)
-                if next < sorted.count { end = min(end, sorted[next].frame) }
-                synth.render(left: l.baseAddress! + position, right: r.baseAddress! + position, frames: end - position)
-                position = end
+            slice(synth, frames: frames, events: events, block: block) { position, n in
+                synth.render(left: l.baseAddress! + position, right: r.baseAddress! + position, frames: n)
             }
         }
     }
-    while next < sorted.count {
-        synth.receive(sorted[next].message)
-        next += 1
-    }
+    for event in rest { synth.receive(event.message) }
     return Rendered(left: left, right: right)
 }
 
