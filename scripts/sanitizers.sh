@@ -41,8 +41,8 @@ THREAD_TESTS='SpinetEngineTests|SpinetSoundFontTests|SpinetPluginTests|SpinetALS
 export SPINET_SKIP_SLOW_TESTS=1
 # FluidSynth decodes an SF3 font's samples in OpenMP tasks. `spinet` runs
 # its OpenMP regions inline (CFluidSynthRealtime's GOMP_parallel), but a
-# test process gets OpenMP's threads, whose shared font handle and log are
-# guarded by Synchronization's Mutex, a futex ThreadSanitizer cannot see:
+# test process gets OpenMP's threads, which libgomp orders with barriers of
+# its own that ThreadSanitizer does not see (libgomp is not instrumented):
 # one OpenMP thread here, as in `spinet`.
 export OMP_NUM_THREADS=1
 export SWIFT_BACKTRACE=enable=no
@@ -51,6 +51,7 @@ export TSAN_OPTIONS=${TSAN_OPTIONS:-exitcode=66:halt_on_error=0:second_deadlock_
 
 failed=0
 report=()
+summaries=()
 
 run_pass() {  # name sanitizer scratch [test filter]
   local name=$1 sanitizer=$2 scratch=$3 filter=${4-}
@@ -80,10 +81,23 @@ run_pass() {  # name sanitizer scratch [test filter]
   # Makefile's check). Run it alone with FILTER=SpinetJACKTests.
   [[ -z $filter ]] && args+=(--skip SpinetJACKTests)
   echo "sanitizers: testing under $name${filter:+ (--filter $filter)}" >&2
+  # Each process's reports go to a file of their own (log_path), so that
+  # they can be summed up last, where a log cut to its tail still shows them.
+  local reports="$scratch/reports"
+  rm -rf "$reports"; mkdir -p "$reports"
   # SPINET_SANITIZER turns off the tests with the .realtimeProbe and
   # .measuresMemory traits.
-  SPINET_SANITIZER="$sanitizer" SPINET_BIN="$scratch/debug/spinet" "$SWIFT" test "${args[@]}"
+  ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$reports/asan" TSAN_OPTIONS="$TSAN_OPTIONS:log_path=$reports/tsan" \
+    SPINET_SANITIZER="$sanitizer" SPINET_BIN="$scratch/debug/spinet" "$SWIFT" test "${args[@]}"
   status=$?
+  local file
+  for file in "$reports"/*; do
+    [[ -f $file ]] || continue
+    cat "$file" >&2          # the whole report, where it happened in the log
+    # and its gist for the summary: what, and the first frames of each stack
+    summaries+=("$name, $(basename "$file"): $(grep -m1 '^SUMMARY:' "$file" | cut -c1-300)")
+    while IFS= read -r frame; do summaries+=("    $frame"); done < <(grep -E '^ *#[0-2] ' "$file" | head -6 | sed -E 's/^ +//; s/ \(.*\)$//' | cut -c1-200)
+  done
   end=$(date +%s)
   local times="build $((build_end - start)) s, tests $((end - build_end)) s"
   if ((status != 0)); then
@@ -104,5 +118,6 @@ if [[ $WHICH == thread || $WHICH == all ]]; then
   run_pass ThreadSanitizer thread "$ROOT/.build-tsan" "$THREAD_TESTS"
 fi
 
+for line in "${summaries[@]}"; do echo "sanitizers: $line"; done
 for line in "${report[@]}"; do echo "sanitizers: $line"; done
 exit "$failed"
