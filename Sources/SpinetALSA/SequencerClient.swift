@@ -73,9 +73,9 @@ public final class SequencerClient: @unchecked Sendable {
     private let stopRequested = Atomic<Bool>(false)
     /// A new engine's queue and timing to push to (`follow`), for the
     /// sequencer thread to take up; `followRequested` says one is waiting.
-    private let nextTarget = Mutex<(queue: EventQueue, timing: LiveTiming)?>(nil)
+    private let nextTarget = Locked<(queue: EventQueue, timing: LiveTiming)?>(nil)
     private let followRequested = Atomic<Bool>(false)
-    private let notices = Mutex<[String]>([])
+    private let notices = Locked<[String]>([])
 
     private let receivedCount = Atomic<Int>(0)
     private let overflowCount = Atomic<Int>(0)

@@ -108,7 +108,7 @@ public final class JACKClient: @unchecked Sendable {
     let midiIn: UnsafeMutablePointer<OpaquePointer?>
     let midiPortCount: Int
     /// Serializes opening, closing and connecting (control and supervisor threads).
-    private let connectionLock = Mutex<Void>(())
+    private let connectionLock = Locked<Void>(())
 
     // MARK: the graph, handed to the process thread by pointer
     /// The graph the process thread renders: an `Unmanaged<JACKGraph>`'s
@@ -120,7 +120,7 @@ public final class JACKClient: @unchecked Sendable {
     /// the one the process thread gave up, for the supervisor to release.
     let graphs = HandOver<JACKGraph>()
     /// The newest graph, for the control thread (statistics, fade-out).
-    private let publishedGraph = Mutex<JACKGraph?>(nil)
+    private let publishedGraph = Locked<JACKGraph?>(nil)
 
     // MARK: state the callbacks set
     let serverRate = Atomic<Int>(0)
@@ -158,9 +158,9 @@ public final class JACKClient: @unchecked Sendable {
     private let wakeUp: UnsafeMutablePointer<sem_t>
     private let stopping = Atomic<Bool>(false)
     private var supervisor: NativeThread?
-    private let noticeLines = Mutex<[String]>([])
+    private let noticeLines = Locked<[String]>([])
     /// Connections of our ports (our short name, the other port's full name).
-    private let remembered = Mutex<[Connection]>([])
+    private let remembered = Locked<[Connection]>([])
     private var started = false
     private var closed = false
     /// A client libjack would not activate or close was given up (`abandonClient`).
@@ -370,7 +370,7 @@ public final class JACKClient: @unchecked Sendable {
 
     /// Set when the server went away and `reconnect` is off: play is over.
     public var failure: String? { failureText.withLock { $0 } }
-    private let failureText = Mutex<String?>(nil)
+    private let failureText = Locked<String?>(nil)
     /// Records a failure that ends play (one line).
     func fail(_ line: String) { failureText.withLock { $0 = $0 ?? line } }
 

@@ -1,6 +1,5 @@
 import CJACK
 import Glibc
-import Synchronization
 import SpinetEngine
 
 /// libjack (jackd2 1.9.21) can deadlock when one thread opens a client
@@ -23,9 +22,9 @@ import SpinetEngine
 /// reports one clear line and ends instead of hanging. A new process (a
 /// restart of `spinet play`) starts with a fresh libjack.
 public enum JACKLibrary {
-    private static let lock = Mutex<Void>(())
+    private static let lock = Locked<Void>(())
     /// What overran its deadline (nil: nothing; libjack works).
-    private static let stuckCall = Mutex<String?>(nil)
+    private static let stuckCall = Locked<String?>(nil)
 
     /// Seconds a libjack call that waits on the server may take when the
     /// caller gives no deadline: an open, activation or close takes a few

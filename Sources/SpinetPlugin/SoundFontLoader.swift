@@ -78,7 +78,7 @@ final class SoundFontLoader: @unchecked Sendable {
     private let load: Load
     /// What `requestUpkeep` has the thread do.
     private let upkeep: @Sendable () -> Void
-    private let listener = Mutex<Listener?>(nil)
+    private let listener = Locked<Listener?>(nil)
 
     init(load: @escaping Load, upkeep: @escaping @Sendable () -> Void = {}) {
         wake = .allocate(capacity: 1)

@@ -1,4 +1,3 @@
-import Synchronization
 import SpinetEngine
 import SpinetMIDI
 import SpinetSupport
@@ -115,7 +114,7 @@ public final class FilePlayer: LivePlayer {
     private var rate = 0
     private var started = false
     private var notices: [String] = []
-    private let commands = Mutex<[Command]>([])
+    private let commands = Locked<[Command]>([])
     private var statusText: String?
     /// The current file's lyrics (`Lyrics`), the next one to show, and the line being sung.
     private var lyrics: [(frame: Int64, text: String)] = []

@@ -3,7 +3,6 @@ import SpinetEngine
 import SpinetHost
 import SpinetSoundFont
 import SpinetSupport
-import Synchronization
 
 /// A live synth from start to stop, over any `AudioDevice` and `MIDIInput`:
 /// what `spinet play` does once its options are checked, and what a JACK
@@ -396,9 +395,9 @@ public final class LiveSession {
 /// session moves it to a graph built for a new rate, with the tempo the
 /// clock gave).
 final class TempoTarget: @unchecked Sendable {
-    private let state: Mutex<(engine: Engine, clock: Double?)>
+    private let state: Locked<(engine: Engine, clock: Double?)>
 
-    init(_ engine: Engine) { state = Mutex((engine, nil)) }
+    init(_ engine: Engine) { state = Locked((engine, nil)) }
 
     /// MIDI thread.
     func set(_ bpm: Double) {
@@ -420,7 +419,7 @@ final class TempoTarget: @unchecked Sendable {
 /// Requests to switch SoundFont: a line on standard input naming a file
 /// (several separated by commas stack), or SIGHUP to reload the current ones.
 final class SoundFontRequests: @unchecked Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
 
     init() {
         // A background job that reads its terminal would be stopped: read() fails instead.

@@ -16,7 +16,7 @@ public final class Recorder: @unchecked Sendable {
     private let output: OutputFile
     private let writer: AudioFileWriter
     private let stopRequested = Atomic<Bool>(false)
-    private let failure = Mutex<AudioFileError?>(nil)
+    private let failure = Locked<AudioFileError?>(nil)
     private var thread: NativeThread?
     private let chunk = 4096
 

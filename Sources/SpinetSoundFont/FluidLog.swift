@@ -17,14 +17,14 @@ import SpinetEngine
 /// (loads are serialized) is collected so the loader can name the reason in
 /// its error; anything else keeps the last few for `takeCollected`.
 enum FluidLog {
-    private static let collected = Mutex<[String]>([])
-    private static let stray = Mutex<[String]>([])
+    private static let collected = Locked<[String]>([])
+    private static let stray = Locked<[String]>([])
     /// Per thread: the `RealtimeLog` of the unit working on the render path
     /// on that thread (nil: none). Created in `install`, off the render thread.
     nonisolated(unsafe) private static var renderKey = pthread_key_t()
     /// Every unit's render log, for `drainRenderLogs` (units register in
     /// `init`; a log whose unit is gone is dropped once drained).
-    private static let logs = Mutex<[(owner: WeakOwner, log: RealtimeLog)]>([])
+    private static let logs = Locked<[(owner: WeakOwner, log: RealtimeLog)]>([])
     /// The thread loading a font (one at a time): its messages are collected
     /// even when it rendered before (a batch job's thread loads the next
     /// file's synths), since the load reads them.

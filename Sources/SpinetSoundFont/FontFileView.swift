@@ -1,6 +1,6 @@
 import CFluidSynth
 import Glibc
-import Synchronization
+import SpinetEngine
 
 /// What FluidSynth reads when a SoundFont unit loads a font through its own
 /// loader: the file with its preset data cut down to a `PresetSubset`, or
@@ -122,15 +122,15 @@ final class FontFileView {
     /// one handle; where OpenMP runs threads (a test process, a plugin
     /// host: `spinet` itself runs its regions inline) reads, seeks and tells
     /// come from several threads at once.
-    private let handleLock = Mutex(())
+    private let handleLock = PThreadLock()
 
     /// Reads exactly `count` bytes at the current position, or fails.
     func read(_ buffer: UnsafeMutableRawPointer, count: Int64) -> Bool {
-        handleLock.withLock { _ in readLocked(buffer, count: count) }
+        handleLock.withLock { readLocked(buffer, count: count) }
     }
 
     /// The position, for FluidSynth's `ftell`.
-    var currentPosition: Int64 { handleLock.withLock { _ in position } }
+    var currentPosition: Int64 { handleLock.withLock { position } }
 
     private func readLocked(_ buffer: UnsafeMutableRawPointer, count: Int64) -> Bool {
         guard count >= 0, position >= 0, count <= size - position else { return false }
@@ -155,7 +155,7 @@ final class FontFileView {
     }
 
     func seek(_ offset: Int64, origin: Int32) -> Bool {
-        handleLock.withLock { _ in seekLocked(offset, origin: origin) }
+        handleLock.withLock { seekLocked(offset, origin: origin) }
     }
 
     private func seekLocked(_ offset: Int64, origin: Int32) -> Bool {

@@ -1,6 +1,5 @@
 import Glibc
 import SpinetEngine
-import Synchronization
 
 /// Band-limited oscillator tables, mip-mapped per quarter octave.
 ///
@@ -125,7 +124,7 @@ final class SampleRateTables: @unchecked Sendable {
     // The cache holds one per sample rate for the process's life (their
     // buffers go with them, as FixedBuffer members).
 
-    private static let cache = Mutex<[UInt64: SampleRateTables]>([:])
+    private static let cache = Locked<[UInt64: SampleRateTables]>([:])
 
     /// Silent stand-in tables (one mip) for a synth that is not prepared yet,
     /// so that it need not build real ones for a rate it may never use.

@@ -2,7 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import Glibc
 import SpinetSupport
-import Synchronization
+import SpinetEngine
 import SpinetRig
 
 /// `spinet render` for datasets: input lists too long for a command line, a
@@ -154,7 +154,7 @@ final class BatchReport: Sendable {
         var lost = 0
         var closed = false
     }
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Opens the report: a new file (an existing one only where `replace`:
     /// --force, or --skip-existing, whose run writes its report anew), a
@@ -169,7 +169,7 @@ final class BatchReport: Sendable {
         guard fd >= 0 else {
             throw Failure("--report \(path): \(String(cString: strerror(errno)))")
         }
-        self.state = Mutex(State(fd: fd))
+        self.state = Locked(State(fd: fd))
     }
 
     deinit {

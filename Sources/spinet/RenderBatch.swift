@@ -276,7 +276,7 @@ extension Render {
 final class BatchState: Sendable {
     private let order: [Int]
     private let next = Atomic<Int>(0)
-    private let results = Mutex<(rendered: [FileRender], failed: [String], interrupted: Bool)>(([], [], false))
+    private let results = Locked<(rendered: [FileRender], failed: [String], interrupted: Bool)>(([], [], false))
 
     init(order: [Int]) {
         self.order = order
@@ -382,13 +382,13 @@ final class BatchDisplay: Sendable {
     let enabled: Bool
     let files: Int
     let totalSeconds: Double
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(enabled: Bool, files: Int, totalSeconds: Double, workers: Int) {
         self.enabled = enabled
         self.files = files
         self.totalSeconds = totalSeconds
-        state = Mutex(State(current: Array(repeating: 0, count: workers)))
+        state = Locked(State(current: Array(repeating: 0, count: workers)))
     }
 
     /// One line on standard error, above the progress line.

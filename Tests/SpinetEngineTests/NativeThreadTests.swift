@@ -15,7 +15,7 @@ struct NativeThreadTests {
     }
 
     @Test func runsTheBodyUnderItsNameAndJoins() {
-        let seen = Mutex<String?>(nil)
+        let seen = Locked<String?>(nil)
         let t = NativeThread(name: "spinet-test-thread-long-name", stackSize: 1 << 20) {
             usleep(20_000)      // join must wait for this
             seen.withLock { $0 = Self.ownName() }

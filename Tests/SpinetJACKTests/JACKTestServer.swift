@@ -1,8 +1,8 @@
 import CJACK
 import Foundation
 import Glibc
-import Synchronization
 import Testing
+import SpinetEngine
 import SpinetJACK
 
 /// Every JACK test, one at a time: each starts its own server, and two
@@ -106,7 +106,7 @@ final class JACKTestClient: @unchecked Sendable {
         /// Each cycle the transport rolled in: its start frame and the transport's frame then.
         var rolling: [(frame: Int, transportFrame: Int)] = []
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(name: String, server: String, midiOut: Bool = false, audioIn: Int = 0) throws {
         var status = jack_status_t(rawValue: 0)

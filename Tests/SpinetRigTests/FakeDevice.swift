@@ -77,7 +77,7 @@ final class FakeDevice: RateFollowingDevice, @unchecked Sendable {
 
 /// The lines a session logs, collected from any thread.
 final class LoggedLines: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
     func add(_ line: String) { lines.withLock { $0.append(line) } }
     var all: [String] { lines.withLock { $0 } }
 }

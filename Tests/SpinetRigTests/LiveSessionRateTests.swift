@@ -6,7 +6,6 @@ import SpinetRig
 import SpinetSoundFont
 import SpinetSupport
 import SpinetTestSupport
-import Synchronization
 import Testing
 
 private let font = SpinetCommand.repositoryRoot.appendingPathComponent("SoundFonts/sf_GMbank.sf2").path
@@ -23,7 +22,7 @@ final class FollowingInput: MIDIInput, @unchecked Sendable {
     }
     let device: FakeDevice
     let canFollow: Bool
-    private let state = Mutex<(timeline: AudioTimeline?, followed: [Followed])>((nil, []))
+    private let state = Locked<(timeline: AudioTimeline?, followed: [Followed])>((nil, []))
 
     init(device: FakeDevice, canFollow: Bool) {
         self.device = device

@@ -2,7 +2,6 @@ import Foundation
 import SpinetEngine
 import SpinetMIDI
 import SpinetTestSupport
-import Synchronization
 import Testing
 import SpinetHost
 import SpinetRig
@@ -10,7 +9,7 @@ import SpinetRig
 import SpinetTestTraits
 
 final class ThreadLog: Sendable {
-    let threads = Mutex<[UInt]>([])
+    let threads = Locked<[UInt]>([])
 }
 
 /// A unit that writes a constant per held note and logs what it receives.

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
+import SpinetEngine
 import SpinetSupport
-import Synchronization
 
 /// A program run on a pseudo-terminal of its own, as a user runs it in a
 /// terminal window: its standard input, output and error are the terminal,
@@ -16,10 +16,10 @@ public final class PseudoTerminalProcess: @unchecked Sendable {
     public let pid: pid_t
     private let master: Int32
     /// What the program wrote (filled by the reader thread).
-    private final class Written: Sendable { let bytes = Mutex<[UInt8]>([]) }
+    private final class Written: Sendable { let bytes = Locked<[UInt8]>([]) }
     private let written = Written()
     private let reader: Thread
-    private let exitStatus = Mutex<Int32?>(nil)
+    private let exitStatus = Locked<Int32?>(nil)
 
     /// Starts `program` (spinet unless told) with `arguments` and `environment` added to this process's.
     public init(_ arguments: [String], environment: [String: String] = [:], program: String? = nil) throws {
