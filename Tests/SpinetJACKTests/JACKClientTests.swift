@@ -33,6 +33,20 @@ func spinetConfiguration(_ server: JACKTestServer, name: String = "Spinet", conn
     return c
 }
 
+/// A private server started at `rate` and `period`, and Spinet's client on
+/// it (`spinetConfiguration`) playing `graph` (default: `sawGraph`),
+/// started. The caller stops the client (`defer { spinet.stop() }`, which
+/// here would run at this function's return); the server stops when the
+/// last reference to it goes.
+func runningSpinet(rate: Int = 48000, period: Int = 128, connect: JACKConnect = .none, name: String = "Spinet", ports: Int = 1,
+                   graph: JACKClient.GraphBuilder? = nil) throws -> (server: JACKTestServer, spinet: JACKClient) {
+    let server = JACKTestServer()
+    try server.start(rate: rate, period: period)
+    let spinet = try JACKClient(spinetConfiguration(server, name: name, connect: connect, ports: ports), graph: graph ?? sawGraph(ports: ports))
+    try spinet.start()
+    return (server, spinet)
+}
+
 /// Sender → Spinet → recorder, sends notes at the given cycle offsets and
 /// returns, per note, how many frames after its send frame the sound began
 /// (nil: no clean onset found).
@@ -82,10 +96,7 @@ struct JACKClientTests {
     /// their frame, at 128 and at 64 frames a period.
     @Test(arguments: [128, 64])
     func notesLandOnTheirExactFrame(period: Int) throws {
-        let server = JACKTestServer()
-        try server.start(period: period)
-        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
-        try spinet.start()
+        let (server, spinet) = try runningSpinet(period: period)
         defer { spinet.stop() }
         let latency = spinet.latencyFrames
         #expect(latency > 0)
@@ -101,10 +112,7 @@ struct JACKClientTests {
     /// After `jack_bufsize 256` the client follows (no new engine: it was
     /// prepared for 8192 frames) and notes still land exactly.
     @Test func aBufferSizeChangeKeepsNotesExact() throws {
-        let server = JACKTestServer()
-        try server.start(period: 128)
-        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
-        try spinet.start()
+        let (server, spinet) = try runningSpinet(period: 128)
         defer { spinet.stop() }
         let engineBefore = spinet.engine.map(ObjectIdentifier.init)
         let control = try JACKTestClient(name: "bufsize", server: server.name)
@@ -122,10 +130,7 @@ struct JACKClientTests {
     /// opens its client again by itself with the same ports and connections,
     /// builds its graph at the new rate, and notes land exactly again.
     @Test func theClientComesBackWhenTheServerRestartsAtAnotherRate() throws {
-        let server = JACKTestServer()
-        try server.start(rate: 48000, period: 128)
-        let spinet = try JACKClient(spinetConfiguration(server, connect: .auto), graph: sawGraph())
-        try spinet.start()
+        let (server, spinet) = try runningSpinet(rate: 48000, period: 128, connect: .auto)
         defer { spinet.stop() }
         let before = try JACKPorts.list(server: server.name)
         #expect(before.first { $0.name == "Spinet:out_L" }?.connections == ["system:playback_1"])
@@ -182,10 +187,7 @@ struct JACKClientTests {
     /// A note held when the server went away is released when it is back:
     /// the output decays to silence instead of droning on.
     @Test func heldNotesAreReleasedWhenTheServerComesBack() throws {
-        let server = JACKTestServer()
-        try server.start()
-        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
-        try spinet.start()
+        let (server, spinet) = try runningSpinet()
         defer { spinet.stop() }
         do {
             let sender = try JACKTestClient(name: "holder", server: server.name, midiOut: true)
@@ -239,10 +241,7 @@ struct JACKClientTests {
 
     /// Port names, the lister, a name already taken.
     @Test func portsAndNames() throws {
-        let server = JACKTestServer()
-        try server.start()
-        let spinet = try JACKClient(spinetConfiguration(server, name: "Synth A", ports: 3), graph: sawGraph(ports: 3))
-        try spinet.start()
+        let (server, spinet) = try runningSpinet(name: "Synth A", ports: 3)
         defer { spinet.stop() }
         let ports = try JACKPorts.list(server: server.name)
         let ours = ports.filter { $0.client == "Synth A" }
@@ -261,10 +260,7 @@ struct JACKClientTests {
     /// The engine's latency (the limiter's look-ahead) is reported on the
     /// outputs, for DAWs to compensate.
     @Test func latencyIsReportedOnTheOutputs() throws {
-        let server = JACKTestServer()
-        try server.start()
-        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
-        try spinet.start()
+        let (server, spinet) = try runningSpinet()
         defer { spinet.stop() }
         let probe = try JACKTestClient(name: "latency", server: server.name)
         jack_recompute_total_latencies(probe.client)
@@ -279,10 +275,7 @@ struct JACKClientTests {
     /// Freewheeling (a DAW's bounce) runs cycles as fast as they go; notes
     /// still land exactly, since nothing depends on the wall clock.
     @Test func freewheelingKeepsNotesExact() throws {
-        let server = JACKTestServer()
-        try server.start()
-        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
-        try spinet.start()
+        let (server, spinet) = try runningSpinet()
         defer { spinet.stop() }
         let control = try JACKTestClient(name: "wheel", server: server.name)
         #expect(jack_set_freewheel(control.client, 1) == 0)
@@ -339,10 +332,7 @@ struct JACKClientLifecycleTests {
 
     /// A client that overruns the cycle makes an xrun; Spinet counts it.
     @Test func xrunsAreCounted() throws {
-        let server = JACKTestServer()
-        try server.start()
-        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
-        try spinet.start()
+        let (server, spinet) = try runningSpinet()
         defer { spinet.stop() }
         let slow = try JACKTestClient(name: "slow", server: server.name)
         let t0 = Date()
@@ -516,10 +506,7 @@ extension JACKTests.JACKClientLifecycleTests {
     /// A source disconnected from a MIDI input leaves no note hanging: the
     /// notes held on that port are released; the other port's are not.
     @Test func aDisconnectedSourceLeavesNoNoteHanging() throws {
-        let server = JACKTestServer()
-        try server.start()
-        let spinet = try JACKClient(spinetConfiguration(server, ports: 2), graph: sawGraph(ports: 2))
-        try spinet.start()
+        let (server, spinet) = try runningSpinet(ports: 2)
         defer { spinet.stop() }
         let a = try JACKTestClient(name: "keyboard-a", server: server.name, midiOut: true)
         let b = try JACKTestClient(name: "keyboard-b", server: server.name, midiOut: true)

@@ -33,10 +33,7 @@ struct JACKCommandTests {
 
     /// `spinet ports` lists the JACK ports of a running server.
     @Test func portsListsTheJACKPorts() throws {
-        let server = JACKTestServer()
-        try server.start()
-        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph())
-        try spinet.start()
+        let (server, spinet) = try runningSpinet()
         defer { spinet.stop() }
         let r = try SpinetCommand.run(["ports"], environment: ["JACK_DEFAULT_SERVER": server.name])
         let text = String(decoding: r.stdout, as: UTF8.self)

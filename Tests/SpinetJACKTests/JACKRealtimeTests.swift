@@ -107,10 +107,7 @@ struct JACKRealtimeTests {
     /// as p50 / p99 / max of the period.
     @Test(arguments: [64, 128])
     func processLoadWith256Voices(period: Int) throws {
-        let server = JACKTestServer()
-        try server.start(period: period)
-        let spinet = try JACKClient(spinetConfiguration(server), graph: sawGraph(polyphony: 256))
-        try spinet.start()
+        let (server, spinet) = try runningSpinet(period: period, graph: sawGraph(polyphony: 256))
         defer { spinet.stop() }
         let sender = try JACKTestClient(name: "chords", server: server.name, midiOut: true)
         try sender.connect(sender.port("midi_out"), "Spinet:midi_in")
