@@ -10,12 +10,15 @@
 # the suite normally takes under a minute; after LIMIT seconds its processes
 # (and, through their watchdogs, their private servers) are stopped and it
 # runs again. Two hangs, or any failure, fail the run.
+#
+# Arguments are passed on to `swift test` (scripts/sanitizers.sh runs the
+# suite on its AddressSanitizer build this way).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SWIFT=${SWIFT:-swift}
 LIMIT=${JACK_SUITE_LIMIT:-420}
 for attempt in 1 2; do
-  timeout --kill-after=15 "$LIMIT" "$SWIFT" test --filter SpinetJACKTests
+  timeout --kill-after=15 "$LIMIT" "$SWIFT" test "$@" --filter SpinetJACKTests
   status=$?
   if [[ $status -ne 124 && $status -ne 137 ]]; then exit $status; fi
   echo "spinet: the JACK suite hung (run $attempt, stopped after ${LIMIT} s: libjack's open/close lock, see scripts/jack-suite.sh)" >&2
