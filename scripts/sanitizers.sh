@@ -106,7 +106,7 @@ run_pass() {  # name sanitizer scratch [test filter]
   local file
   for file in "$reports"/*; do
     [[ -f $file ]] || continue
-    cat "$file" >&2          # the whole report, where it happened in the log
+    cat "$file" >&2          # the whole report, after the pass that made it
     # and its gist for the summary: what, and the first frames of each stack
     summaries+=("$name, $(basename "$file"): $(grep -m1 '^SUMMARY:' "$file" | cut -c1-300)")
     while IFS= read -r frame; do summaries+=("    $frame"); done < <(grep -E '^ *#[0-2] ' "$file" | head -6 | sed -E 's/^ +//; s/ \(.*\)$//' | cut -c1-200)
