@@ -35,8 +35,8 @@ public struct AudioFileError: Error, CustomStringConvertible, Sendable {
 /// Writes planar Float32 stereo to an audio file through libsndfile.
 ///
 /// Integer formats are converted here, not in libsndfile: 16-bit output gets
-/// TPDF dither (triangular, 2 LSB peak-to-peak) from a fixed-seed generator so
-/// that two renders of the same input are byte-identical; 24-bit is rounded.
+/// TPDF dither (triangular, 2 LSB peak-to-peak, see `DitherNoise`); 24-bit
+/// is rounded.
 /// Input is expected within [-1, 1] (the engine's limiter guarantees it).
 public final class AudioFileWriter {
     public let format: AudioFileFormat
@@ -51,7 +51,8 @@ public final class AudioFileWriter {
     private var interleavedFloat: [Float] = []
     private var interleavedInt: [Int32] = []
     private var interleavedShort: [Int16] = []
-    private var ditherState: UInt64 = 0x9E37_79B9_7F4A_7C15
+    private var ditherState = DitherNoise.seed
+    private let dither: DitherNoise
     public private(set) var framesWritten: Int64 = 0
     /// True when the reader of a pipe went away (not an error worth reporting).
     public var readerClosed: Bool { pipe?.brokenPipe ?? false }
@@ -122,10 +123,12 @@ public final class AudioFileWriter {
     /// Opens `path` for writing, or the open `fileDescriptor` (standard
     /// output, a device, a FIFO) when given. `name` is what errors call the
     /// output (the file the user named, not a temporary file); `rf64` writes
-    /// a WAV as RF64 (see `needsRF64`; not for a stream).
+    /// a WAV as RF64 (see `needsRF64`; not for a stream). The files of one
+    /// render share their `dither` (see `DitherNoise`).
     public init(path: String, fileDescriptor: Int32? = nil, format: AudioFileFormat, sampleFormat: SampleFormat, sampleRate: Int,
-                rf64: Bool = false, name: String? = nil) throws(AudioFileError) {
+                rf64: Bool = false, name: String? = nil, dither: DitherNoise = DitherNoise()) throws(AudioFileError) {
         try Self.validate(format: format, sampleFormat: sampleFormat, sampleRate: sampleRate)
+        self.dither = dither
         self.format = format
         self.sampleFormat = format.isLossy ? .float32 : sampleFormat
         self.sampleRate = sampleRate
@@ -188,15 +191,14 @@ public final class AudioFileWriter {
             written = Int(interleavedFloat.withUnsafeBufferPointer { sf_writef_float(file, $0.baseAddress, sf_count_t(frames)) })
         case .int16:
             if interleavedShort.count < n { interleavedShort = [Int16](repeating: 0, count: n) }
-            var state = ditherState
+            let d = dither.next(n, after: &ditherState)
             interleavedShort.withUnsafeMutableBufferPointer { out in
                 let p = out.baseAddress!
                 for i in 0..<frames {
-                    p[2 * i] = Self.ditherTo16(left[i], &state)
-                    p[2 * i + 1] = Self.ditherTo16(right[i], &state)
+                    p[2 * i] = Self.ditherTo16(left[i], d[2 * i])
+                    p[2 * i + 1] = Self.ditherTo16(right[i], d[2 * i + 1])
                 }
             }
-            ditherState = state
             written = Int(interleavedShort.withUnsafeBufferPointer { sf_writef_short(file, $0.baseAddress, sf_count_t(frames)) })
         case .int24:
             if interleavedInt.count < n { interleavedInt = [Int32](repeating: 0, count: n) }
@@ -214,9 +216,8 @@ public final class AudioFileWriter {
         framesWritten += Int64(frames)
     }
 
-    /// TPDF dither (difference of two uniforms: (-1, 1) LSB) and rounding to 16 bits.
-    @inline(__always) static func ditherTo16(_ x: Float, _ state: inout UInt64) -> Int16 {
-        let d = uniform(&state) - uniform(&state)
+    /// TPDF dither `d` (see `DitherNoise`) and rounding to 16 bits.
+    @inline(__always) static func ditherTo16(_ x: Float, _ d: Float) -> Int16 {
         let v = max(-32768, min(32767, x * 32767 + d))
         return Int16(roundedToEven(v))
     }
@@ -228,15 +229,6 @@ public final class AudioFileWriter {
     @inline(__always) static func roundedToEven(_ x: Float) -> Float {
         let magic: Float = 12_582_912
         return (x + magic) - magic
-    }
-
-    /// Uniform in [0, 1) from a fixed-seed xorshift64* generator.
-    @inline(__always) static func uniform(_ state: inout UInt64) -> Float {
-        state ^= state >> 12
-        state ^= state << 25
-        state ^= state >> 27
-        let r = state &* 0x2545_F491_4F6C_DD1D
-        return Float(r >> 40) * (1.0 / 16_777_216.0)
     }
 
     @inline(__always) static func to24(_ x: Float) -> Int32 {
@@ -268,14 +260,17 @@ public final class AudioFileWriter {
 /// The largest sample magnitude of a stereo block, eight frames at a time.
 public enum SamplePeak {
     /// max(`peak`, |left[i]|, |right[i]|) over the `frames` frames.
+    /// (Compares and selects on whole vectors: `pointwiseMax` goes lane by
+    /// lane through a library call, which made this a tenth of a stems render.)
     @inline(__always)
     public static func update(_ peak: Float, left: UnsafePointer<Float>, right: UnsafePointer<Float>, frames: Int) -> Float {
         var m = SIMD8<Float>(repeating: peak)
         var i = 0
         while i + 8 <= frames {
-            let a = UnsafeRawPointer(left + i).loadUnaligned(as: SIMD8<Float>.self)
-            let b = UnsafeRawPointer(right + i).loadUnaligned(as: SIMD8<Float>.self)
-            m = pointwiseMax(m, pointwiseMax(magnitude(a), magnitude(b)))
+            let a = magnitude(UnsafeRawPointer(left + i).loadUnaligned(as: SIMD8<Float>.self))
+            let b = magnitude(UnsafeRawPointer(right + i).loadUnaligned(as: SIMD8<Float>.self))
+            m.replace(with: a, where: a .> m)
+            m.replace(with: b, where: b .> m)
             i += 8
         }
         var result = m.max()
@@ -286,7 +281,8 @@ public enum SamplePeak {
         return result
     }
 
+    /// |x| per lane: the sign bits cleared.
     @inline(__always) private static func magnitude(_ x: SIMD8<Float>) -> SIMD8<Float> {
-        pointwiseMax(x, -x)
+        unsafeBitCast(unsafeBitCast(x, to: SIMD8<UInt32>.self) & 0x7FFF_FFFF, to: SIMD8<Float>.self)
     }
 }

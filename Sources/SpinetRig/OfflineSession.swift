@@ -171,10 +171,11 @@ public final class OfflineSession {
     /// 4. The writers: the mix's, then the stems' (planned and begun now that their names are known).
     private func openWriters(rf64: Bool, stemNames: [String]) throws -> Writers {
         let out = outputs.file(.mix)!, s = settings
+        let dither = DitherNoise()   // the same for every file: computed once a block
         let mix = try rigged {
             try AudioFileWriter(path: out.writePath, fileDescriptor: out.fileDescriptor,
                                 format: format, sampleFormat: s.sampleFormat, sampleRate: s.rate,
-                                rf64: rf64, name: out.displayName)
+                                rf64: rf64, name: out.displayName, dither: dither)
         }
         var stems: [AudioFileWriter] = []
         if let stemRequest {
@@ -186,7 +187,8 @@ public final class OfflineSession {
                 try outputs.begin()
                 for file in outputs.files(.stem) {
                     stems.append(try AudioFileWriter(path: file.writePath, fileDescriptor: file.fileDescriptor, format: format,
-                                                     sampleFormat: s.sampleFormat, sampleRate: s.rate, rf64: rf64, name: file.displayName))
+                                                     sampleFormat: s.sampleFormat, sampleRate: s.rate, rf64: rf64, name: file.displayName,
+                                                     dither: dither))
                 }
             }
         }

@@ -1,0 +1,105 @@
+import Foundation
+import Glibc
+import Testing
+import SpinetFile
+
+/// The 16-bit dither the files of one render share, and the peak the
+/// summary and the stems' clipping warning read.
+@Suite("Audio file writer: shared dither, sample peak")
+struct DitherAndPeakTests {
+    func temporaryPath(_ name: String) -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("spinet-dither-\(getpid())-\(name)").path
+    }
+
+    /// A signal a few LSB loud (where dither decides the bytes), `seed` apart.
+    func signal(_ frames: Int, seed: Float) -> ([Float], [Float]) {
+        let l = (0..<frames).map { 4.3 / 32767 * sinf(Float($0) * 0.013 * seed) }
+        let r = (0..<frames).map { -2.7 / 32767 * sinf(Float($0) * 0.021 + seed) }
+        return (l, r)
+    }
+
+    func write(_ writer: AudioFileWriter, _ s: ([Float], [Float]), blocks: [Int]) throws {
+        var at = 0
+        for n in blocks {
+            try s.0.withUnsafeBufferPointer { l in
+                try s.1.withUnsafeBufferPointer { r in
+                    try writer.write(left: l.baseAddress! + at, right: r.baseAddress! + at, frames: n)
+                }
+            }
+            at += n
+        }
+    }
+
+    /// Files that share one `DitherNoise` (the mix and stems of a render)
+    /// get the bytes each would get alone: in step, in blocks of other
+    /// sizes, with other music.
+    @Test func writersSharingTheDitherGetTheBytesTheyGetAlone() throws {
+        let blocks = [512, 512, 100, 512, 7, 1000, 512]
+        let frames = blocks.reduce(0, +)
+        let a = signal(frames, seed: 1), b = signal(frames, seed: 2.5)
+        let shared = DitherNoise()
+        func open(_ name: String, _ dither: DitherNoise = DitherNoise()) throws -> AudioFileWriter {
+            try AudioFileWriter(path: temporaryPath(name), format: .wav, sampleFormat: .int16, sampleRate: 48000, dither: dither)
+        }
+        let aloneA = try open("alone-a.wav"), aloneB = try open("alone-b.wav")
+        try write(aloneA, a, blocks: blocks)
+        try write(aloneB, b, blocks: blocks)
+        let mix = try open("mix.wav", shared), stem = try open("stem.wav", shared)
+        let other = try open("other.wav", shared), late = try open("late.wav", shared)
+        var at = 0
+        for n in blocks {   // in step, as a render writes them
+            try write(mix, (Array(a.0[at..<at + n]), Array(a.1[at..<at + n])), blocks: [n])
+            try write(stem, (Array(b.0[at..<at + n]), Array(b.1[at..<at + n])), blocks: [n])
+            at += n
+        }
+        try write(other, a, blocks: [300, 1500, frames - 1800])   // other blocks: no block matches
+        try write(late, a, blocks: blocks.reversed())   // the last block's length, from another state
+        for w in [aloneA, aloneB, mix, stem, other, late] { try w.close() }
+        func bytes(_ name: String) -> Data { FileManager.default.contents(atPath: temporaryPath(name)) ?? Data() }
+        defer { for n in ["alone-a", "alone-b", "mix", "stem", "other", "late"] { unlink(temporaryPath(n + ".wav")) } }
+        #expect(bytes("alone-a.wav").count == 44 + 4 * frames)
+        #expect(bytes("mix.wav") == bytes("alone-a.wav"))
+        #expect(bytes("stem.wav") == bytes("alone-b.wav"))
+        #expect(bytes("other.wav") == bytes("alone-a.wav"))
+        #expect(bytes("late.wav") == bytes("alone-a.wav"))
+        #expect(bytes("alone-a.wav") != bytes("alone-b.wav"))
+    }
+
+    /// The dither is there: silence becomes -1, 0 and +1 LSB (triangular
+    /// over ±1 LSB: |d| < 0.5 three times in four, so 0 three quarters of
+    /// the time), and a third of an LSB survives on average.
+    @Test func silenceIsDitheredTriangularly() throws {
+        let frames = 48000
+        let path = temporaryPath("tpdf.wav")
+        defer { unlink(path) }
+        let w = try AudioFileWriter(path: path, format: .wav, sampleFormat: .int16, sampleRate: 48000)
+        try write(w, ([Float](repeating: 0, count: frames), [Float](repeating: 1.0 / 3 / 32767, count: frames)), blocks: [frames])
+        try w.close()
+        let data = FileManager.default.contents(atPath: path)!.dropFirst(44)
+        let samples = data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let left = stride(from: 0, to: samples.count, by: 2).map { Int(samples[$0]) }
+        let right = stride(from: 1, to: samples.count, by: 2).map { Int(samples[$0]) }
+        #expect(Set(left) == [-1, 0, 1])
+        let zeros = Double(left.filter { $0 == 0 }.count) / Double(frames)
+        #expect(abs(zeros - 0.75) < 0.02, "\(zeros)")
+        let mean = Double(right.reduce(0, +)) / Double(frames)
+        #expect(abs(mean - 1.0 / 3) < 0.02, "\(mean)")
+    }
+
+    /// The vector peak equals the plain maximum of magnitudes, at every
+    /// length (the vector loop and its tail), whatever the signs.
+    @Test func thePeakIsTheLargestMagnitude() {
+        var rng = SystemRandomNumberGenerator()
+        for frames in [0, 1, 7, 8, 9, 64, 333] {
+            let l = (0..<frames).map { _ in Float.random(in: -1...1, using: &rng) }
+            let r = (0..<frames).map { _ in Float.random(in: -2...2, using: &rng) }
+            let expected = zip(l, r).reduce(Float(0.125)) { max($0, abs($1.0), abs($1.1)) }
+            #expect(SamplePeak.update(0.125, left: l, right: r, frames: frames) == expected, "\(frames) frames")
+        }
+        // A negative sample is the peak; a NaN does not hide the others.
+        var l = [Float](repeating: 0.1, count: 16), r = l
+        l[11] = -0.9
+        r[3] = .nan
+        #expect(SamplePeak.update(0, left: l, right: r, frames: 16) == 0.9)
+    }
+}
