@@ -934,12 +934,24 @@ public struct Reverb: ~Copyable {
         while n < count {
             let run = min(count &- n, length &- index)
             let b = buffer + index, xs = x + n, gs = gain + n
-            for j in 0..<run {
+            // Each frame of a run reads and writes its own slot (a run
+            // never wraps), so four at a time is the same arithmetic.
+            var j = 0
+            while j &+ 4 <= run {
+                let delayed = UnsafeRawPointer(b + j).loadUnaligned(as: SIMD4<Float>.self)
+                let g = UnsafeRawPointer(gs + j).loadUnaligned(as: SIMD4<Float>.self)
+                let v = DSPMath.flush(UnsafeRawPointer(xs + j).loadUnaligned(as: SIMD4<Float>.self) - g * delayed)
+                UnsafeMutableRawPointer(b + j).storeBytes(of: v, as: SIMD4<Float>.self)
+                UnsafeMutableRawPointer(xs + j).storeBytes(of: delayed + g * v, as: SIMD4<Float>.self)
+                j &+= 4
+            }
+            while j < run {
                 let delayed = b[j]
                 let g = gs[j]
                 let v = DSPMath.flush(xs[j] - g * delayed)
                 b[j] = v
                 xs[j] = delayed + g * v
+                j &+= 1
             }
             n &+= run
             index &+= run

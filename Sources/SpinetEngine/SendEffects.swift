@@ -149,6 +149,26 @@ struct SendSlot<Effect: SendEffect & ~Copyable>: ~Copyable {
     @inline(__always)
     mutating func follow(_ activity: UnsafePointer<Bool>, _ inputLeft: UnsafeMutablePointer<Float>, _ inputRight: UnsafeMutablePointer<Float>,
                          _ outputLeft: UnsafeMutablePointer<Float>, _ outputRight: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
+        // The usual blocks, decided without a pass per frame: every frame
+        // active, and either the tail outlasts the block (one run to
+        // process) or the input was and stays silent past the tail (one
+        // run to rest). The same runs the loop below would find.
+        if frames > 0 && Self.allSet(activity, frames) {
+            if idle <= tailFrames && tailFrames &- idle >= frames {
+                let last = Self.lastSounding(inputLeft, inputRight, frames)
+                idle = last >= 0 ? frames &- 1 &- last : idle &+ frames
+                effect.process(inputLeft: inputLeft, inputRight: inputRight, outputLeft: outputLeft, outputRight: outputRight,
+                               frames: frames)
+                return true
+            }
+            if idle > tailFrames && Self.lastSounding(inputLeft, inputRight, frames) < 0 {
+                idle = idle > Int.max &- frames ? Int.max : idle &+ frames
+                if effect.rest(frames: frames) { return false }
+                effect.process(inputLeft: inputLeft, inputRight: inputRight, outputLeft: outputLeft, outputRight: outputRight,
+                               frames: frames)
+                return true
+            }
+        }
         var ran = false
         var runStart = -1
         var runMode = 0                     // 0 none, 1 process, 2 rest
@@ -174,6 +194,39 @@ struct SendSlot<Effect: SendEffect & ~Copyable>: ~Copyable {
             i += 1
         }
         return ran
+    }
+
+    /// Whether all of `flags[0..<count]` are true.
+    @inline(__always) static func allSet(_ flags: UnsafePointer<Bool>, _ count: Int) -> Bool {
+        let bytes = UnsafeRawPointer(flags)
+        var i = 0
+        while i &+ 8 <= count {
+            if bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self) != 0x0101_0101_0101_0101 { return false }
+            i &+= 8
+        }
+        while i < count {
+            if !flags[i] { return false }
+            i &+= 1
+        }
+        return true
+    }
+
+    /// The last frame where either channel is not 0 (-1: none), as the
+    /// per-frame test decides it.
+    @inline(__always) static func lastSounding(_ left: UnsafePointer<Float>, _ right: UnsafePointer<Float>, _ count: Int) -> Int {
+        var end = count
+        while end >= 8 {
+            let l = UnsafeRawPointer(left + (end &- 8)).loadUnaligned(as: SIMD8<Float>.self)
+            let r = UnsafeRawPointer(right + (end &- 8)).loadUnaligned(as: SIMD8<Float>.self)
+            if any((l .!= 0) .| (r .!= 0)) { break }
+            end &-= 8
+        }
+        var i = end &- 1
+        while i >= 0 {
+            if left[i] != 0 || right[i] != 0 { return i }
+            i &-= 1
+        }
+        return -1
     }
 }
 

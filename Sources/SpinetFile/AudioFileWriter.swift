@@ -194,9 +194,20 @@ public final class AudioFileWriter {
             let d = dither.next(n, after: &ditherState)
             interleavedShort.withUnsafeMutableBufferPointer { out in
                 let p = out.baseAddress!
-                for i in 0..<frames {
+                var i = 0
+                while i + 8 <= frames {
+                    let dither = UnsafeRawPointer(d + 2 * i).loadUnaligned(as: SIMD16<Float>.self)
+                    let l = Self.ditherTo16(UnsafeRawPointer(left + i).loadUnaligned(as: SIMD8<Float>.self), dither.evenHalf)
+                    let r = Self.ditherTo16(UnsafeRawPointer(right + i).loadUnaligned(as: SIMD8<Float>.self), dither.oddHalf)
+                    // a frame's two samples side by side (little-endian: left first)
+                    let pairs = (SIMD8<UInt32>(truncatingIfNeeded: l) & 0xFFFF) | (SIMD8<UInt32>(truncatingIfNeeded: r) &<< 16)
+                    UnsafeMutableRawPointer(p + 2 * i).storeBytes(of: pairs, as: SIMD8<UInt32>.self)
+                    i += 8
+                }
+                while i < frames {
                     p[2 * i] = Self.ditherTo16(left[i], d[2 * i])
                     p[2 * i + 1] = Self.ditherTo16(right[i], d[2 * i + 1])
+                    i += 1
                 }
             }
             written = Int(interleavedShort.withUnsafeBufferPointer { sf_writef_short(file, $0.baseAddress, sf_count_t(frames)) })
@@ -220,6 +231,17 @@ public final class AudioFileWriter {
     @inline(__always) static func ditherTo16(_ x: Float, _ d: Float) -> Int16 {
         let v = max(-32768, min(32767, x * 32767 + d))
         return Int16(roundedToEven(v))
+    }
+
+    /// `ditherTo16` on eight samples, to the bit (NaN becomes 32767, as
+    /// `min` makes it): once `magic` is added, a whole number in ±2^15 is
+    /// the low bits of the float's pattern.
+    @inline(__always) static func ditherTo16(_ x: SIMD8<Float>, _ d: SIMD8<Float>) -> SIMD8<Int32> {
+        var v = x * 32767 + d
+        v.replace(with: 32767, where: .!(v .< 32767))
+        v.replace(with: -32768, where: .!(v .>= -32768))
+        let t = v + 12_582_912
+        return unsafeBitCast(t, to: SIMD8<Int32>.self) &- 0x4B40_0000
     }
 
     /// `x.rounded(.toNearestOrEven)` for |x| < 2^22, without the libm call

@@ -54,6 +54,9 @@ struct Bench: ParsableCommand {
     @Flag(help: ArgumentHelp("With --plan: render each file with --threads 1, 2 and 16 (and the old fixed 2 partitions) to check the model here: wall and CPU times, the bytes compared."))
     var measure = false
 
+    @Flag(help: ArgumentHelp("Only the stems figure: each file rendered on one thread, plainly and with --stems, alternating; the least CPU time of each and their ratio."))
+    var stems = false
+
     @Option(help: "A large SoundFont for the startup figure.")
     var largeSoundFont: String = "/usr/share/sounds/sf2/FluidR3_GM.sf2"
 
@@ -92,6 +95,16 @@ struct Bench: ParsableCommand {
                 return
             }
             if measure { throw Failure("--measure goes with --plan") }
+            if stems {
+                guard runs >= 1 else { throw Failure("--runs must be at least 1") }
+                let files = try collectFiles()
+                guard !files.isEmpty else { throw Failure("no MIDI files to render; pass files or directories") }
+                guard let font = soundFont ?? SoundFontLocator.defaultSoundFont() else {
+                    throw Failure("no SoundFont found; pass one with --soundfont PATH")
+                }
+                try stemsReport(files: files, font: font)
+                return
+            }
             if !realtimeOnly { try bench() }
             if !filesOnly { try realtimeFigures() }
         }

@@ -64,4 +64,25 @@ struct BenchCommandTests {
         // one partition's work per column: as many numbers as partitions
         #expect(rows["dense.mid"].map { $0.count - 9 } == denseParts)
     }
+
+    /// `bench --stems`: a row per file with its stem count and the CPU time
+    /// of the plain and the --stems render on one thread; the stems cost
+    /// more than the plain render (their effects and files), and less than
+    /// a render per stem.
+    @Test func theStemsTableComparesStemsWithThePlainRender() throws {
+        let dir = try SpinetCommand.temporaryDirectory("bench-stems")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let dense = try write(denseSong(seconds: 6, channels: 8), to: dir, "dense.mid")
+        let r = try SpinetCommand.run(["bench", "--stems", "--runs", "1", "--soundfont", font, dense])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = String(decoding: r.stdout, as: UTF8.self).split(separator: "\n").map(String.init)
+        let row = try #require(lines.first { $0.hasPrefix("dense.mid") }).dropFirst("dense.mid".count).split(separator: " ")
+        // music, stems, plain, --stems, ratio
+        try #require(row.count == 5, "\(row)")
+        #expect(Int(row[1]) == 8, "\(row)")
+        let plain = Double(row[2].dropLast()) ?? 0, stems = Double(row[3].dropLast()) ?? 0, ratio = Double(row[4].dropLast()) ?? 0
+        #expect(plain > 0 && stems > plain, "\(row)")
+        #expect(ratio > 1 && ratio < 8 && abs(ratio - stems / plain) < 0.05 * ratio, "\(row)")
+        #expect(lines.contains { $0.hasPrefix("all files") })
+    }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import SpinetFile
+import SpinetTestSupport
 
 /// The 16-bit dither the files of one render share, and the peak the
 /// summary and the stems' clipping warning read.
@@ -65,6 +66,33 @@ struct DitherAndPeakTests {
         #expect(bytes("alone-a.wav") != bytes("alone-b.wav"))
     }
 
+    /// Eight frames at a time or one at a time, every sample gets the same
+    /// 16 bits: over the range, past it, at half LSBs, and NaN and the
+    /// infinities (clamped, as one sample at a time clamps them).
+    @Test func theVectorLoopWritesWhatTheSampleLoopWrites() throws {
+        var values: [Float] = [0, -0.0, 1, -1, 1.5, -1.5, .nan, .infinity, -.infinity, 0.5 / 32767, -0.5 / 32767,
+                               1.5 / 32767, 32766.5 / 32767, -32767.5 / 32767, .leastNonzeroMagnitude]
+        var rng = SplitMix64(seed: 7)
+        while values.count < 203 { values.append(Float(Double(rng.next() % 2_000_001) / 1_000_000 - 1) * 1.01) }
+        let right = values.reversed().map { $0 * 0.7 }
+        let signal = (values, Array(right))
+        let whole = try AudioFileWriter(path: temporaryPath("whole.wav"), format: .wav, sampleFormat: .int16, sampleRate: 48000)
+        let single = try AudioFileWriter(path: temporaryPath("single.wav"), format: .wav, sampleFormat: .int16, sampleRate: 48000)
+        try write(whole, signal, blocks: [values.count])
+        try write(single, signal, blocks: [Int](repeating: 1, count: values.count))
+        try whole.close()
+        try single.close()
+        defer { unlink(temporaryPath("whole.wav")); unlink(temporaryPath("single.wav")) }
+        let a = FileManager.default.contents(atPath: temporaryPath("whole.wav")) ?? Data()
+        let b = FileManager.default.contents(atPath: temporaryPath("single.wav")) ?? Data()
+        #expect(a.count == 44 + 4 * values.count)
+        #expect(a == b)
+        let samples = a.dropFirst(44).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        // frame i's left sample is samples[2i]: 1.5, NaN and +inf at full scale, -1.5 and -inf at its negative end
+        #expect(samples[8] == 32767 && samples[12] == 32767 && samples[14] == 32767)
+        #expect(samples[10] == -32768 && samples[16] == -32768)
+    }
+
     /// The dither is there: silence becomes -1, 0 and +1 LSB (triangular
     /// over ±1 LSB: |d| < 0.5 three times in four, so 0 three quarters of
     /// the time), and a third of an LSB survives on average.
@@ -89,7 +117,7 @@ struct DitherAndPeakTests {
     /// The vector peak equals the plain maximum of magnitudes, at every
     /// length (the vector loop and its tail), whatever the signs.
     @Test func thePeakIsTheLargestMagnitude() {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SplitMix64(seed: 3)
         for frames in [0, 1, 7, 8, 9, 64, 333] {
             let l = (0..<frames).map { _ in Float.random(in: -1...1, using: &rng) }
             let r = (0..<frames).map { _ in Float.random(in: -2...2, using: &rng) }
