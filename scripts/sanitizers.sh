@@ -81,9 +81,11 @@ run_pass() {  # name sanitizer scratch [test filter]
   # The JACK suite starts its own servers and, under PipeWire, a `spinet
   # play`; beside the other suites in one process it hung once (see the
   # Makefile's check): it runs alone, below, under AddressSanitizer. Not
-  # under ThreadSanitizer: a thread libjack starts in jack_client_open ends
-  # inside ThreadSanitizer's ignore region ("thread T17 finished with
-  # ignores enabled", fatal; libjack is not instrumented).
+  # under ThreadSanitizer: libjack stops a thread blocked in read() with
+  # pthread_cancel, and ThreadSanitizer's runtime dies on any thread
+  # cancelled inside a call it intercepts ("thread T17 finished with
+  # ignores enabled"; an instrumented libjack would not help; see
+  # docs/testing.md).
   local jack_args=("${args[@]}")
   [[ -z $filter ]] && args+=(--skip SpinetJACKTests)
   echo "sanitizers: testing under $name${filter:+ (--filter $filter)}" >&2
