@@ -85,23 +85,13 @@ struct Bench: ParsableCommand {
                 return
             }
             if plan {
-                guard runs >= 1 else { throw Failure("--runs must be at least 1") }
-                let files = try collectFiles()
-                guard !files.isEmpty else { throw Failure("no MIDI files to plan; pass files or directories") }
-                guard let font = soundFont ?? SoundFontLocator.defaultSoundFont() else {
-                    throw Failure("no SoundFont found; pass one with --soundfont PATH")
-                }
+                let (files, font) = try filesAndFont(to: "plan")
                 try planReport(files: files, font: font)
                 return
             }
             if measure { throw Failure("--measure goes with --plan") }
             if stems {
-                guard runs >= 1 else { throw Failure("--runs must be at least 1") }
-                let files = try collectFiles()
-                guard !files.isEmpty else { throw Failure("no MIDI files to render; pass files or directories") }
-                guard let font = soundFont ?? SoundFontLocator.defaultSoundFont() else {
-                    throw Failure("no SoundFont found; pass one with --soundfont PATH")
-                }
+                let (files, font) = try filesAndFont(to: "render")
                 try stemsReport(files: files, font: font)
                 return
             }
@@ -253,13 +243,30 @@ struct Bench: ParsableCommand {
 
     static let openMSX = "/usr/share/games/openttd/baseset/openmsx"
 
-    private func bench() throws {
+    /// The files to `verb` and the SoundFont, or the one-line error that
+    /// names what is missing (and --runs checked).
+    func filesAndFont(to verb: String) throws -> (files: [String], font: String) {
         guard runs >= 1 else { throw Failure("--runs must be at least 1") }
         let files = try collectFiles()
-        guard !files.isEmpty else { throw Failure("no MIDI files to render; pass files or directories") }
+        guard !files.isEmpty else { throw Failure("no MIDI files to \(verb); pass files or directories") }
         guard let font = soundFont ?? SoundFontLocator.defaultSoundFont() else {
             throw Failure("no SoundFont found; pass one with --soundfont PATH")
         }
+        return (files, font)
+    }
+
+    /// The lines above a table: the font, the machine, what the figures
+    /// are, the column heads and a rule.
+    static func printTableHead(font: String, about: String, columns: String) {
+        print("SoundFont: \(font)")
+        print("Machine: \(machine())")
+        if !about.isEmpty { print(about + "\n") }
+        print(columns)
+        print(String(repeating: "-", count: columns.count))
+    }
+
+    private func bench() throws {
+        let (files, font) = try filesAndFont(to: "render")
         guard let peer = Self.which(fluidsynth) else {
             throw Failure("\(fluidsynth) not found; install it (sudo apt-get install fluidsynth) or pass --fluidsynth PATH")
         }
@@ -269,12 +276,8 @@ struct Bench: ParsableCommand {
         defer { try? FileManager.default.removeItem(at: scratch) }
         let out = scratch.appendingPathComponent("out.wav").path
 
-        print("SoundFont: \(font)")
-        print("Machine: \(Self.machine())")
-        print("Each figure is the median of \(runs) runs; renderers alternate.\n")
         let header = "file                              music    spinet  fluidsynth   ratio  spinet RSS  fluid RSS  1 thread"
-        print(header)
-        print(String(repeating: "-", count: header.count))
+        Self.printTableHead(font: font, about: "Each figure is the median of \(runs) runs; renderers alternate.", columns: header)
         var totalSpinet = 0.0, totalPeer = 0.0, totalMusic = 0.0, totalOne = 0.0
         var ratios: [Double] = []
         for file in files {

@@ -18,15 +18,14 @@ extension Bench {
     /// on two threads predicted from the time on one.
     func planReport(files: [String], font: String) throws {
         let model = RenderPlan.CostModel.measured
-        print("SoundFont: \(font)")
-        print("Machine: \(Self.machine())")
-        print(formatted("Cost model (estimated constants, in voices sounding): each partition %.2f, the serial stage (mix, effects, limiter, writer) %.2f;",
-                        model.partitionCost, model.serialCost))
-        print("speedups against one thread, the threads taking each block's tasks in order (the serial stage overlaps the next block's partitions).\n")
         let header = "file                              music  voices  parts  serial" + Self.planCores.map { "   \($0)".padded(to: 7) }.joined()
             + "  work per partition (voice-seconds)"
-        print(header)
-        print(String(repeating: "-", count: header.count))
+        Self.printTableHead(
+            font: font,
+            about: formatted("Cost model (estimated constants, in voices sounding): each partition %.2f, the serial stage (mix, effects, limiter, writer) %.2f;",
+                             model.partitionCost, model.serialCost)
+                + "\nspeedups against one thread, the threads taking each block's tasks in order (the serial stage overlaps the next block's partitions).",
+            columns: header)
         var plans: [RenderPlan] = []
         for file in files {
             let schedule = try orFailure("\(file): ") { try MIDIFile(path: file) }.schedule(sampleRate: rate)

@@ -17,12 +17,9 @@ extension Bench {
         defer { try? FileManager.default.removeItem(at: scratch) }
         let out = scratch.appendingPathComponent("mix.wav").path, stemDirectory = scratch.appendingPathComponent("stems").path
 
-        print("SoundFont: \(font)")
-        print("Machine: \(Self.machine())")
-        print("CPU time (user + system) on one thread, the least of \(runs) alternated runs of each.\n")
         let header = "file                              music  stems     plain   --stems   ratio"
-        print(header)
-        print(String(repeating: "-", count: header.count))
+        Self.printTableHead(font: font, about: "CPU time (user + system) on one thread, the least of \(runs) alternated runs of each.",
+                            columns: header)
         var totalPlain = 0.0, totalStems = 0.0
         for file in files {
             let render = ["render", file, "-o", out, "--force", "--quiet", "--soundfont", font, "--rate", "\(rate)", "--threads", "1"]
