@@ -175,3 +175,67 @@ public struct RenderPlan: Sendable, Equatable {
         return free.max()!
     }
 }
+
+extension RenderPlan.CostModel {
+    /// One render's measured CPU time: the file's plan, the partitions it
+    /// was rendered with (the plan's, or a forced split).
+    public struct Sample: Sendable {
+        public var plan: RenderPlan
+        public var partitions: Int
+        public var cpuSeconds: Double
+        public init(plan: RenderPlan, partitions: Int, cpuSeconds: Double) {
+            self.plan = plan
+            self.partitions = partitions
+            self.cpuSeconds = cpuSeconds
+        }
+    }
+
+    /// The model fitted to measured renders by least squares: a render's
+    /// CPU time is k · (voices + partitions · partitionCost + serialCost)
+    /// per second of music (the plan's estimated voices), linear in k,
+    /// k · partitionCost and k · serialCost, each render weighted by its
+    /// own time (relative errors). Also k (CPU seconds per voice-second)
+    /// and the rms relative error of a render. Nil when the samples cannot
+    /// fix the three (fewer than 3, or no spread in voices or partitions).
+    public static func fitted(to samples: [Sample]) -> (model: Self, secondsPerVoiceSecond: Double, rmsError: Double)? {
+        var rows: [[Double]] = []
+        for s in samples where s.cpuSeconds > 0 && s.plan.musicFrames > 0 && s.plan.sampleRate > 0 {
+            let music = Double(s.plan.musicFrames) / Double(s.plan.sampleRate)
+            rows.append([s.plan.averageVoices * music, Double(s.partitions) * music, music].map { $0 / s.cpuSeconds })
+        }
+        guard rows.count >= 3 else { return nil }
+        // the normal equations (each row's target is 1: its time over itself)
+        var m = [Double](repeating: 0, count: 9), b = [Double](repeating: 0, count: 3)
+        for x in rows {
+            for i in 0..<3 {
+                b[i] += x[i]
+                for j in 0..<3 { m[3 * i + j] += x[i] * x[j] }
+            }
+        }
+        let scale = m.map(abs).max() ?? 0
+        // Gaussian elimination with partial pivoting.
+        for c in 0..<3 {
+            let pivot = (c..<3).max { abs(m[3 * $0 + c]) < abs(m[3 * $1 + c]) }!
+            guard abs(m[3 * pivot + c]) > 1e-9 * scale else { return nil }
+            if pivot != c {
+                for j in 0..<3 { m.swapAt(3 * c + j, 3 * pivot + j) }
+                b.swapAt(c, pivot)
+            }
+            for r in (c + 1)..<3 {
+                let f = m[3 * r + c] / m[3 * c + c]
+                for j in c..<3 { m[3 * r + j] -= f * m[3 * c + j] }
+                b[r] -= f * b[c]
+            }
+        }
+        var k = [0.0, 0.0, 0.0]
+        for r in stride(from: 2, through: 0, by: -1) {
+            k[r] = (b[r] - ((r + 1)..<3).reduce(0.0) { $0 + m[3 * r + $1] * k[$1] }) / m[3 * r + r]
+        }
+        guard k[0] > 0 else { return nil }
+        let squares = rows.reduce(0.0) { sum, x in
+            let e = zip(x, k).reduce(0.0) { $0 + $1.0 * $1.1 } - 1
+            return sum + e * e
+        }
+        return (Self(partitionCost: k[1] / k[0], serialCost: k[2] / k[0]), k[0], (squares / Double(rows.count)).squareRoot())
+    }
+}

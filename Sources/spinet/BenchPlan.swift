@@ -67,6 +67,8 @@ extension Bench {
         print(header)
         print(String(repeating: "-", count: header.count))
         var totals = [Double](repeating: 0, count: 8)
+        var samples: [RenderPlan.CostModel.Sample] = []
+        var measured: [(plan: RenderPlan, wall1: Double, wall2: Double)] = []
         for (file, plan) in zip(files, plans) {
             var runsByKind: [[Measurement]] = Array(repeating: [], count: 4)
             let kinds: [[String]] = [["--threads", "1"], ["--threads", "2"], ["--threads", "16"], ["--threads", "1", "--partitions", "2"]]
@@ -85,6 +87,11 @@ extension Bench {
             let wall = runsByKind.map { Self.median($0.map(\.seconds)) }
             let cpu = runsByKind.map { Self.median($0.map(\.cpuSeconds)) }
             let predicted = wall[0] * plan.wall(threads: 2, model) / plan.wall(threads: 1, model)
+            if !failed {
+                samples.append(.init(plan: plan, partitions: plan.partitions, cpuSeconds: cpu[0]))
+                samples.append(.init(plan: plan, partitions: 2, cpuSeconds: cpu[3]))
+                measured.append((plan, wall[0], wall[1]))
+            }
             for (i, v) in [wall[0], cpu[0], wall[1], cpu[1], wall[2], cpu[2], predicted, cpu[3]].enumerated() { totals[i] += v }
             let name = String(URL(fileURLWithPath: file).lastPathComponent.prefix(32)).padded(to: 32)
             print(name + formatted(" %5ld  %5.2f/%5.2f   %5.2f/%5.2f   %5.2f/%5.2f   %6.2f    %+5.1f%%   ",
@@ -98,5 +105,13 @@ extension Bench {
                                                 totals[0], totals[1], totals[2], totals[3], totals[4], totals[5], totals[6],
                                                 100 * (totals[6] / totals[2] - 1), totals[7], 100 * (totals[1] / totals[7] - 1)))
         print(formatted("16 threads against 2: CPU %+.1f%%, wall %+.1f%%", 100 * (totals[5] / totals[3] - 1), 100 * (totals[4] / totals[2] - 1)))
+        guard let fitted = RenderPlan.CostModel.fitted(to: samples) else { return }
+        let wall2 = measured.reduce(0.0) { $0 + $1.wall2 }
+        let predicted2 = measured.reduce(0.0) { $0 + $1.wall1 * $1.plan.wall(threads: 2, fitted.model) / $1.plan.wall(threads: 1, fitted.model) }
+        print(formatted("Fitted to these one-thread CPU times (%ld renders, the plan's split and 2 partitions): a partition %.2f, "
+                        + "the serial stage %.2f voices sounding (the model: %.2f, %.2f); %.3f ms of CPU a voice-second; "
+                        + "%.1f%% rms error per render. With them, 2 threads are predicted at %.2f s (%+.1f%%).",
+                        samples.count, fitted.model.partitionCost, fitted.model.serialCost, model.partitionCost, model.serialCost,
+                        1000 * fitted.secondsPerVoiceSecond, 100 * fitted.rmsError, predicted2, 100 * (predicted2 / wall2 - 1)))
     }
 }

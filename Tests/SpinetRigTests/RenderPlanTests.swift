@@ -129,3 +129,51 @@ struct RenderPlanTests {
         #expect(RenderCores.available >= 1 && RenderCores.available <= allowed)
     }
 }
+
+/// `bench --plan --measure` fits the cost model to its renders' CPU times.
+@Suite("Render plan: the cost model fitted to measured times")
+struct CostModelFitTests {
+    /// Plans of `voices` voices sounding on average over `seconds`.
+    static func plan(voices: Double, seconds: Double, rate: Int = 48000) -> RenderPlan {
+        let frames = Int64(seconds * Double(rate))
+        return RenderPlan(groups: [[]], work: [Int64(voices * Double(frames))], musicFrames: frames, sampleRate: rate)
+    }
+
+    /// Times made by a known model give that model back, and a little noise
+    /// moves it little.
+    @Test func timesMadeByAModelGiveItBack() throws {
+        let k = 0.28e-3, partition = 1.9, serial = 7.5
+        var rng = SplitMix64(seed: 5)
+        func samples(noise: Double) -> [RenderPlan.CostModel.Sample] {
+            var list: [RenderPlan.CostModel.Sample] = []
+            for i in 0..<20 {
+                let p = Self.plan(voices: 6 + Double(i * 3), seconds: 60 + Double(i % 7) * 25)
+                let music = Double(p.musicFrames) / 48000
+                for parts in [max(1, i / 3), 2] {
+                    let exact = k * music * (p.averageVoices + Double(parts) * partition + serial)
+                    let wobble = 1 + noise * (Double(rng.next() % 2001) / 1000 - 1)
+                    list.append(.init(plan: p, partitions: parts, cpuSeconds: exact * wobble))
+                }
+            }
+            return list
+        }
+        let exact = try #require(RenderPlan.CostModel.fitted(to: samples(noise: 0)))
+        #expect(abs(exact.model.partitionCost - partition) < 1e-6 && abs(exact.model.serialCost - serial) < 1e-6, "\(exact)")
+        #expect(abs(exact.secondsPerVoiceSecond - k) < 1e-12 && exact.rmsError < 1e-9)
+        let noisy = try #require(RenderPlan.CostModel.fitted(to: samples(noise: 0.02)))
+        #expect(abs(noisy.model.partitionCost - partition) < 0.6 && abs(noisy.model.serialCost - serial) < 2, "\(noisy)")
+        #expect(noisy.rmsError > 0.002 && noisy.rmsError < 0.02)
+    }
+
+    /// Renders that cannot tell the constants apart give no fit.
+    @Test func renderLikeRendersGiveNoFit() {
+        let p = Self.plan(voices: 20, seconds: 100)
+        #expect(RenderPlan.CostModel.fitted(to: []) == nil)
+        // one file, one split: the three terms move together
+        let same = [RenderPlan.CostModel.Sample](repeating: .init(plan: p, partitions: 3, cpuSeconds: 1), count: 4)
+        #expect(RenderPlan.CostModel.fitted(to: same) == nil)
+        // unusable times are left out
+        #expect(RenderPlan.CostModel.fitted(to: [.init(plan: p, partitions: 1, cpuSeconds: 0), .init(plan: p, partitions: 2, cpuSeconds: -1),
+                                                  .init(plan: p, partitions: 3, cpuSeconds: .nan)]) == nil)
+    }
+}
