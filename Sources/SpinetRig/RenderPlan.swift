@@ -12,9 +12,11 @@ public struct RenderPlan: Sendable, Equatable {
     /// Each partition gets at least this many voices sounding on average
     /// (the file's estimated work over its length). A partition costs a
     /// player's fixed work whether it plays or not (`CostModel.partitionCost`,
-    /// estimated at a third of a voice): with 8 voices or more each, the
-    /// partitions would add about 4 % to the CPU time of one, while a file of 60
-    /// voices on average still splits over 7 players.
+    /// about 1.7 voices as fitted; chosen when it was estimated at a third
+    /// of a voice): over the 31 OpenMSX files the partitions this gives
+    /// took 4.2 % more CPU on one thread than the fixed split in two that
+    /// Spinet used before, up to 16 % on a file split 8 ways, while a file
+    /// of 60 voices on average still splits over 7 players.
     public static let voicesPerPartition = 8.0
     /// ...and at least this much work in all, in voice-seconds: a short
     /// file's players would start (load their presets) for a few
@@ -79,13 +81,15 @@ public struct RenderPlan: Sendable, Equatable {
     }
 
     /// What the CPU time of a render is made of, in voice-frames (one voice
-    /// sounding for one frame, FluidSynth's unit of work). A model whose
-    /// constants are estimates from a profile of FluidSynth 2.3.1 renders
-    /// (x86-64, 48 kHz, Spinet's default effects: the voices' DSP 69-88 %
-    /// of the time, the writer, limiter and a second player 0.5-1.6 ms per
-    /// second of audio), not yet fitted to measurements: `spinet bench
-    /// --plan --measure` prints how far its predictions are from this
-    /// machine's times.
+    /// sounding for one frame, FluidSynth's unit of work). `measured` is
+    /// fitted (`fitted(to:)`, printed by `spinet bench --plan --measure`)
+    /// to the one-thread CPU times of the 31 OpenMSX files with the bundled
+    /// font, each with its plan's split and with 2 partitions (x86-64,
+    /// 48 kHz, FluidSynth 2.3.1, Spinet's default effects): two runs on a
+    /// shared 2-core VM gave a partition 1.87 and 1.71 voices, the serial
+    /// stage 7.53 and 7.74, 10 % rms error per render. It was 0.3 and 3.0,
+    /// estimates from a profile, under which the 2-thread times came out
+    /// 5.8 % short; with the fit, 4.6 %.
     public struct CostModel: Sendable, Equatable {
         /// One partition's fixed work per frame: its player's block loop,
         /// its channels' mix into the engine's buses, its events.
@@ -97,7 +101,7 @@ public struct RenderPlan: Sendable, Equatable {
             self.partitionCost = partitionCost
             self.serialCost = serialCost
         }
-        public static let measured = CostModel(partitionCost: 0.3, serialCost: 3.0)
+        public static let measured = CostModel(partitionCost: 1.7, serialCost: 7.7)
     }
 
     /// The tasks of every block, as the render threads take them: each

@@ -22,7 +22,7 @@ extension Bench {
             + "  work per partition (voice-seconds)"
         Self.printTableHead(
             font: font,
-            about: formatted("Cost model (estimated constants, in voices sounding): each partition %.2f, the serial stage (mix, effects, limiter, writer) %.2f;",
+            about: formatted("Cost model (fitted constants, in voices sounding): each partition %.2f, the serial stage (mix, effects, limiter, writer) %.2f;",
                              model.partitionCost, model.serialCost)
                 + "\nspeedups against one thread, the threads taking each block's tasks in order (the serial stage overlaps the next block's partitions).",
             columns: header)

@@ -97,7 +97,7 @@ struct RenderPlanTests {
                        musicFrames: seconds * 48000, sampleRate: 48000)
         }
         // a dense short file before a light long one; equal work keeps the given order
-        let plans = [plan(2, seconds: 100), plan(40, seconds: 20, parts: 4), plan(2, seconds: 100), plan(1, seconds: 10)]
+        let plans = [plan(2, seconds: 100), plan(40, seconds: 30, parts: 4), plan(2, seconds: 100), plan(1, seconds: 10)]
         #expect(RenderPlan.batchOrder(plans) == [1, 0, 2, 3])
         // the batch on more cores is never slower, and never more than the cores
         var last = 1.0
