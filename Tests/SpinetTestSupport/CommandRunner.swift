@@ -40,9 +40,12 @@ public enum SpinetCommand {
         p.standardError = err
         p.standardInput = FileHandle.nullDevice
         // Read both pipes concurrently so a large output cannot block the child.
+        // A handler still running when it is removed may have taken the
+        // last bytes from under the final read below: the result waits for
+        // it (an error line was lost that way once, under AddressSanitizer).
         let outData = LockedData(), errData = LockedData()
-        out.fileHandleForReading.readabilityHandler = { outData.append($0.availableData) }
-        err.fileHandleForReading.readabilityHandler = { errData.append($0.availableData) }
+        out.fileHandleForReading.readabilityHandler = { h in outData.reading { h.availableData } }
+        err.fileHandleForReading.readabilityHandler = { h in errData.reading { h.availableData } }
         // Start the child with no signal blocked, as a shell does: the test
         // runs on a Dispatch worker thread, which blocks SIGHUP, SIGQUIT,
         // SIGUSR1... and a spawned child inherits its mask.
@@ -73,6 +76,8 @@ public enum SpinetCommand {
         err.fileHandleForReading.readabilityHandler = nil
         outData.append(out.fileHandleForReading.readDataToEndOfFile())
         errData.append(err.fileHandleForReading.readDataToEndOfFile())
+        outData.waitForReaders()
+        errData.waitForReaders()
         return Result(status: p.terminationStatus, stdout: outData.value,
                       stderr: String(decoding: errData.value, as: UTF8.self), timedOut: timedOut)
     }
@@ -88,8 +93,25 @@ public enum SpinetCommand {
 final class LockedData: @unchecked Sendable {
     private var data = Data()
     private let lock = NSLock()
+    private var readers = 0
     func append(_ d: Data) { lock.lock(); data.append(d); lock.unlock() }
     var value: Data { lock.lock(); defer { lock.unlock() }; return data }
+    /// Appends what `read` returns, counted as a reader until it is appended.
+    func reading(_ read: () -> Data) {
+        lock.lock(); readers += 1; lock.unlock()
+        let d = read()
+        lock.lock(); data.append(d); readers -= 1; lock.unlock()
+    }
+    /// Returns once no `reading` call is under way.
+    func waitForReaders() {
+        while true {
+            lock.lock()
+            let busy = readers > 0
+            lock.unlock()
+            if !busy { return }
+            usleep(1000)
+        }
+    }
 }
 
 /// Reads the samples of a 16-bit, 24-bit or float WAV file (canonical layout
