@@ -255,6 +255,16 @@ struct Bench: ParsableCommand {
         return (files, font)
     }
 
+    /// A table row's first column: the file's name, cut to 32 characters and padded to them.
+    static func rowName(_ file: String) -> String {
+        String(URL(fileURLWithPath: file).lastPathComponent.prefix(32)).padded(to: 32)
+    }
+
+    /// The file's music in seconds at `rate` (0 when it cannot be read).
+    func musicSeconds(_ file: String) -> Double {
+        (try? MIDIFile(path: file)).map { Double($0.schedule(sampleRate: rate).endFrame) / Double(rate) } ?? 0
+    }
+
     /// The lines above a table: the font, the machine, what the figures
     /// are, the column heads and a rule.
     static func printTableHead(font: String, about: String, columns: String) {
@@ -281,7 +291,7 @@ struct Bench: ParsableCommand {
         var totalSpinet = 0.0, totalPeer = 0.0, totalMusic = 0.0, totalOne = 0.0
         var ratios: [Double] = []
         for file in files {
-            let music = (try? MIDIFile(path: file)).map { Double($0.schedule(sampleRate: rate).endFrame) / Double(rate) } ?? 0
+            let music = musicSeconds(file)
             var spinetRuns: [Measurement] = [], peerRuns: [Measurement] = [], oneRuns: [Measurement] = []
             let render = ["render", file, "-o", out, "--force", "--quiet", "--soundfont", font, "--rate", "\(rate)"]
             for _ in 0..<runs {
@@ -295,9 +305,7 @@ struct Bench: ParsableCommand {
             let failed = (spinetRuns + oneRuns).contains { $0.status != 0 } ? " (spinet failed)" : peerRuns.contains { $0.status != 0 } ? " (fluidsynth failed)" : ""
             totalSpinet += s; totalPeer += p; totalMusic += music; totalOne += one
             ratios.append(p / s)
-            let name = URL(fileURLWithPath: file).lastPathComponent
-            let column = String(name.prefix(32)).padded(to: 32)
-            print(column + formatted(" %6.1fs %8.2fs %10.2fs %6.2fx %8.1f MB %8.1f MB %8.2fs",
+            print(Self.rowName(file) + formatted(" %6.1fs %8.2fs %10.2fs %6.2fx %8.1f MB %8.1f MB %8.2fs",
                                      music, s, p, p / s, Double(sRSS) / 1024, Double(pRSS) / 1024, one) + failed)
         }
         print(String(repeating: "-", count: header.count))

@@ -31,7 +31,7 @@ extension Bench {
             let schedule = try orFailure("\(file): ") { try MIDIFile(path: file) }.schedule(sampleRate: rate)
             let plan = GraphBuilder.plan(fonts: [font], schedule: schedule)
             plans.append(plan)
-            let name = String(URL(fileURLWithPath: file).lastPathComponent.prefix(32)).padded(to: 32)
+            let name = Self.rowName(file)
             let works = plan.work.map { formatted("%.0f", Double($0) / Double(rate)) }.joined(separator: " ")
             print(name + formatted(" %6.1fs %7.1f %6ld %6.1f%%", Double(plan.musicFrames) / Double(rate), plan.averageVoices,
                                    plan.partitions, 100 * plan.serialShare(model))
@@ -93,7 +93,7 @@ extension Bench {
                 measured.append((plan, wall[0], wall[1]))
             }
             for (i, v) in [wall[0], cpu[0], wall[1], cpu[1], wall[2], cpu[2], predicted, cpu[3]].enumerated() { totals[i] += v }
-            let name = String(URL(fileURLWithPath: file).lastPathComponent.prefix(32)).padded(to: 32)
+            let name = Self.rowName(file)
             print(name + formatted(" %5ld  %5.2f/%5.2f   %5.2f/%5.2f   %5.2f/%5.2f   %6.2f    %+5.1f%%   ",
                                    plan.partitions, wall[0], cpu[0], wall[1], cpu[1], wall[2], cpu[2], predicted,
                                    100 * (predicted / wall[1] - 1))

@@ -1,6 +1,5 @@
 import FoundationEssentials
 import Glibc
-import SpinetMIDI
 import SpinetSoundFont
 import SpinetSupport
 
@@ -31,12 +30,12 @@ extension Bench {
                 stems.append(try Self.measure(me, render + ["--stems", stemDirectory]))
                 stemCount = (try? FileManager.default.contentsOfDirectory(atPath: stemDirectory).count) ?? 0
             }
-            let name = String(URL(fileURLWithPath: file).lastPathComponent.prefix(32)).padded(to: 32)
+            let name = Self.rowName(file)
             if let failed = (plain + stems).first(where: { $0.exitStatus != 0 }) {
                 print(name + "  spinet render failed (exit status \(failed.exitStatus))")
                 continue
             }
-            let music = (try? MIDIFile(path: file)).map { Double($0.schedule(sampleRate: rate).endFrame) / Double(rate) } ?? 0
+            let music = musicSeconds(file)
             let p = plain.map(\.cpuSeconds).min()!, s = stems.map(\.cpuSeconds).min()!
             totalPlain += p
             totalStems += s
