@@ -8,7 +8,8 @@
 /// `DitherNoise`, which computes each block's values once. A writer takes
 /// the values that follow its own state when the last block computed began
 /// at that state and had its length, and has them computed otherwise, so
-/// sharing never changes what a file gets.
+/// sharing never changes what a file gets. Not thread-safe: the writers
+/// that share one are written from one thread (a render's sink).
 public final class DitherNoise {
     /// Where every file's sequence begins.
     public static let seed: UInt64 = 0x9E37_79B9_7F4A_7C15
