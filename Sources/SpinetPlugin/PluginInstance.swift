@@ -156,10 +156,25 @@ public final class PluginInstance: @unchecked Sendable {
     /// at the first controller, once per process): here, on a throwaway
     /// graph of the same kind at the first activation, not in a host's
     /// first process call.
+    ///
+    /// Every activation returns only after the warm-up finished: a second
+    /// instance activated while the first one warms waits for it (once per
+    /// process, on the mutex), else its first process calls would race the
+    /// warm-up for the metadata and allocate. Once done, the flag is all an
+    /// activation reads.
     private static let warmed = Atomic<Bool>(false)
+    private static let warming = Mutex<Void>(())
 
     private func warmEventPath(font: String, settings: GraphSettings) {
-        guard !Self.warmed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard !Self.warmed.load(ordering: .acquiring) else { return }
+        Self.warming.withLock { _ in
+            guard !Self.warmed.load(ordering: .acquiring) else { return }
+            warmEventPathOnce(font: font, settings: settings)
+            Self.warmed.store(true, ordering: .releasing)
+        }
+    }
+
+    private func warmEventPathOnce(font: String, settings: GraphSettings) {
         var small = settings
         small.soundFont.programs = [0]
         small.soundFont.polyphony = 8
