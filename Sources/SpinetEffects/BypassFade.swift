@@ -38,6 +38,12 @@ struct BypassFade {
 
     @inline(__always) mutating func next() -> Float { ramp.next() }
 
+    /// The next `count` gains into `p` (see `Ramp.fill`).
+    @inline(__always) mutating func fill(_ p: UnsafeMutablePointer<Float>, count: Int) { ramp.fill(p, count: count) }
+
+    /// Moves on `count` frames (see `Ramp.skip`).
+    @inline(__always) mutating func skip(_ count: Int) { ramp.skip(count) }
+
     /// Where a send effect's call starts: whether it is faded out (compute
     /// nothing, let pending glides arrive), and whether to reset it first
     /// (it was heard since it was last cleared, so that switching back on

@@ -293,7 +293,9 @@ public struct Chorus: ~Copyable {
             let (count, _, begins) = clock.nextPiece(frames - frame)
             if begins { beginControlPeriod() }
             // processBlock's per-frame steps, less the arithmetic on zeros
-            for _ in 0..<count { _ = bypass.next(); _ = feedbackRamp.next(); _ = wetRamp.next() }
+            bypass.skip(count)
+            feedbackRamp.skip(count)
+            wetRamp.skip(count)
             writeIndex = (writeIndex &+ count) & mask
             frame += count
         }
@@ -312,11 +314,9 @@ public struct Chorus: ~Copyable {
         let scratch = self.scratch.pointer
         let fade = scratch, sumL = scratch + Self.block, sumR = scratch + 2 * (Self.block + 4)
         let feedL = scratch + 3 * (Self.block + 4), feedR = scratch + 4 * (Self.block + 4)
-        for n in 0..<count {
-            fade[n] = bypass.next()
-            sumL[n] = 0
-            sumR[n] = 0
-        }
+        bypass.fill(fade, count: count)
+        sumL.update(repeating: 0, count: count)
+        sumR.update(repeating: 0, count: count)
         let noFeedback = feedbackRamp.isSteady(at: 0)
         // Voice 0's reads all come from before this block if its delay
         // (linear over the period: extreme at its ends) stays over it.
@@ -327,8 +327,9 @@ public struct Chorus: ~Copyable {
             if !noFeedback {
                 readTaps(voice: 0, offset: offset, count: count, sumL: sumL, sumR: sumR, feedL: feedL, feedR: feedR)
             }
+            var feedbackLevel = feedbackRamp            // in a register, not stored back every frame
             for n in 0..<count {
-                let fb = feedbackRamp.next()
+                let fb = feedbackLevel.next()
                 let j = (start &+ n) & mask
                 let l = DSPMath.flush(inputLeft[n] * fade[n] + (noFeedback ? 0 : fb * feedL[n]))
                 let r = DSPMath.flush(inputRight[n] * fade[n] + (noFeedback ? 0 : fb * feedR[n]))
@@ -339,6 +340,7 @@ public struct Chorus: ~Copyable {
                     bufferRight[capacity &+ j] = r
                 }
             }
+            feedbackRamp = feedbackLevel
             for v in (noFeedback ? 0 : 1)..<Self.maxVoices where v == 0 || voiceGain[v] != 0 || voiceGainStep[v] != 0 {
                 readTaps(voice: v, offset: offset, count: count, sumL: sumL, sumR: sumR, feedL: nil, feedR: nil)
             }
@@ -371,10 +373,25 @@ public struct Chorus: ~Copyable {
                 writeIndex = (writeIndex &+ 1) & mask
             }
         }
-        for n in 0..<count {
-            let gain = wetRamp.next() * fade[n]
-            outputLeft[n] += gain * sumL[n]
-            outputRight[n] += gain * sumR[n]
+        // The wet level per frame into a row the taps are done with, then
+        // four frames at a time (the same arithmetic per frame).
+        let wetGain = feedL
+        wetRamp.fill(wetGain, count: count)
+        @inline(__always) func load(_ p: UnsafePointer<Float>) -> SIMD4<Float> {
+            UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Float>.self)
+        }
+        var m = 0
+        while m &+ 4 <= count {
+            let gain = load(wetGain + m) * load(fade + m)
+            UnsafeMutableRawPointer(outputLeft + m).storeBytes(of: load(outputLeft + m) + gain * load(sumL + m), as: SIMD4<Float>.self)
+            UnsafeMutableRawPointer(outputRight + m).storeBytes(of: load(outputRight + m) + gain * load(sumR + m), as: SIMD4<Float>.self)
+            m &+= 4
+        }
+        while m < count {
+            let gain = wetGain[m] * fade[m]
+            outputLeft[m] += gain * sumL[m]
+            outputRight[m] += gain * sumR[m]
+            m &+= 1
         }
     }
 

@@ -124,6 +124,23 @@ enum DSPMath {
         return (s, c)
     }
 
+    /// `sinCosOfSmallAngle` on every lane (the same arithmetic per lane).
+    @inline(__always) static func sinCosOfSmallAngle(_ x: SIMD8<Double>) -> (sin: SIMD8<Double>, cos: SIMD8<Double>) {
+        let x2 = x * x
+        var s = SIMD8<Double>(repeating: 1.0 / 362_880)
+        s = 1.0 / 5040 - x2 * s
+        s = 1.0 / 120 - x2 * s
+        s = 1.0 / 6 - x2 * s
+        s = x - x * x2 * s
+        var c = SIMD8<Double>(repeating: 1.0 / 3_628_800)
+        c = 1.0 / 40320 - x2 * c
+        c = 1.0 / 720 - x2 * c
+        c = 1.0 / 24 - x2 * c
+        c = 0.5 - x2 * c
+        c = 1 - x2 * c
+        return (s, c)
+    }
+
     /// sin and cos of |x| <= π/2 by their Taylor series (to x^15 and x^16:
     /// error below 1e-11).
     @inline(__always) static func sinCos(_ x: Double) -> (sin: Double, cos: Double) {

@@ -224,7 +224,7 @@ public struct Reverb: ~Copyable {
     // to those at its end.
     // Each LFO is a phasor (cos, sin of its phase) turned by a fixed step
     // every control period: no sine to evaluate.
-    private let lfo: FixedBuffer<Double>                          // 8 × (cos, sin, step cos, step sin)
+    private let lfo: FixedBuffer<Double>                          // 8 each: cos, sin, step cos, step sin
     // (Scalars in memory, not SIMD8 lanes: inserting lanes one by one
     // stalled on store forwarding.)
     private let rotation: FixedBuffer<Float>                      // 8 each: cos, sin at the start; their steps; at the end
@@ -373,10 +373,10 @@ public struct Reverb: ~Copyable {
             let spread = (Double(k) * 0.618_033_988_75).truncatingRemainder(dividingBy: 1)
             let increment = (0.3 + 0.8 * spread) / sampleRate * Double(Self.controlInterval)    // turns per period
             let phase = (Double(k) * 0.381_966_011_25).truncatingRemainder(dividingBy: 1)
-            phasors.pointer[4 * k] = cos(2 * Double.pi * phase)
-            phasors.pointer[4 * k + 1] = sin(2 * Double.pi * phase)
-            phasors.pointer[4 * k + 2] = cos(2 * Double.pi * increment)
-            phasors.pointer[4 * k + 3] = sin(2 * Double.pi * increment)
+            phasors.pointer[k] = cos(2 * Double.pi * phase)
+            phasors.pointer[8 + k] = sin(2 * Double.pi * phase)
+            phasors.pointer[16 + k] = cos(2 * Double.pi * increment)
+            phasors.pointer[24 + k] = sin(2 * Double.pi * increment)
         }
         self.lfo = phasors
         // Reflection gains fall by 1.5 dB per tap and have unit total power
@@ -555,12 +555,13 @@ public struct Reverb: ~Copyable {
     /// `processBlock` on silent input with a cleared state, less the
     /// arithmetic whose result is zero: the per-frame ramps, the positions.
     private mutating func restBlock(count: Int) {
-        for _ in 0..<count { _ = bypass.next() }
+        bypass.skip(count)
         if !(preDelayRamp.step == 0 && reflectionScaleRamp.step == 0) {
-            for _ in 0..<count { _ = preDelayRamp.next(); _ = reflectionScaleRamp.next() }
+            preDelayRamp.skip(count)
+            reflectionScaleRamp.skip(count)
         }
         preDelayIndex = (preDelayIndex &+ count) & (preDelayCapacity - 1)
-        for _ in 0..<count { _ = diffusionRamp.next() }
+        diffusionRamp.skip(count)
         for k in 0..<(2 * Self.diffuserCount) {
             diffuserIndex[k] = (diffuserIndex[k] &+ count) % diffuserLength[k]
         }
@@ -573,7 +574,9 @@ public struct Reverb: ~Copyable {
             }
         }
         writeIndex = (writeIndex &+ count) & lineMask
-        for _ in 0..<count { _ = earlyRamp.next(); _ = widthRamp.next(); _ = wetRamp.next() }
+        earlyRamp.skip(count)
+        widthRamp.skip(count)
+        wetRamp.skip(count)
     }
 
     /// Renders `count` frames (1...controlInterval) inside one control
@@ -594,24 +597,49 @@ public struct Reverb: ~Copyable {
         let preCapacity = preDelayCapacity, preMask = preDelayCapacity - 1
         let mirror = Self.mirrorFrames
 
-        // 1. Bypass fade, DC blocker, into the pre-delay lines.
+        // 1. Bypass fade, DC blocker, into the pre-delay lines. The
+        // blocker's recursion runs first without its flush: the flush's
+        // compare and mask would sit on the recursion's chain of latencies
+        // (a frame waits for the previous one), and it changes nothing
+        // while every output is at least the threshold in size. When one is
+        // not (the silence after a note, an exact zero), the block runs
+        // again from the same state with the flush: the same values either
+        // way. The outputs wait in the input rows, which stage 2 refills.
+        bypass.fill(fade, count: count)
         let dcR = dcCoefficient
         var dcInL = dcInLeft, dcOutL = dcOutLeft, dcInR = dcInRight, dcOutR = dcOutRight
+        var smallestL = Float.infinity, smallestR = Float.infinity     // two chains, each shorter than the blocker's
         for n in 0..<count {
-            let g = bypass.next()
-            fade[n] = g
+            let g = fade[n]
             let inL = inputLeft[n] * g, inR = inputRight[n] * g
-            dcOutL = DSPMath.flush(inL - dcInL + dcR * dcOutL); dcInL = inL
-            dcOutR = DSPMath.flush(inR - dcInR + dcR * dcOutR); dcInR = inR
-            let j = (preDelayIndex &+ n) & preMask
-            preDelayLeft[j] = dcOutL
-            preDelayRight[j] = dcOutR
-            if j < mirror {
-                preDelayLeft[preCapacity &+ j] = dcOutL
-                preDelayRight[preCapacity &+ j] = dcOutR
+            dcOutL = inL - dcInL + dcR * dcOutL; dcInL = inL
+            dcOutR = inR - dcInR + dcR * dcOutR; dcInR = inR
+            xL[n] = dcOutL
+            xR[n] = dcOutR
+            smallestL = min(smallestL, abs(dcOutL))     // (a NaN leaves it as it was)
+            smallestR = min(smallestR, abs(dcOutR))
+        }
+        if min(smallestL, smallestR) < DSPMath.flushThreshold {
+            dcInL = dcInLeft; dcOutL = dcOutLeft; dcInR = dcInRight; dcOutR = dcOutRight
+            for n in 0..<count {
+                let g = fade[n]
+                let inL = inputLeft[n] * g, inR = inputRight[n] * g
+                dcOutL = DSPMath.flush(inL - dcInL + dcR * dcOutL); dcInL = inL
+                dcOutR = DSPMath.flush(inR - dcInR + dcR * dcOutR); dcInR = inR
+                xL[n] = dcOutL
+                xR[n] = dcOutR
             }
         }
         dcInLeft = dcInL; dcOutLeft = dcOutL; dcInRight = dcInR; dcOutRight = dcOutR
+        for n in 0..<count {
+            let j = (preDelayIndex &+ n) & preMask
+            preDelayLeft[j] = xL[n]
+            preDelayRight[j] = xR[n]
+            if j < mirror {
+                preDelayLeft[preCapacity &+ j] = xL[n]
+                preDelayRight[preCapacity &+ j] = xR[n]
+            }
+        }
 
         // 2. Read the pre-delay and the early reflections: taps behind the
         // pre-delay, taps 0, 2, 4 of a side from that side's input, 1, 3, 5
@@ -628,26 +656,36 @@ public struct Reverb: ~Copyable {
             if earlyRamp.isSteady(at: 0) {
                 for n in 0..<count { earlyL[n] = 0; earlyR[n] = 0 }
             } else {
+                // Four frames at a time, the six taps of a side summed in a
+                // register in their order (from 0), then stored once.
+                assert(taps == 6)
                 for side in 0..<2 {
                     let sum = side == 0 ? earlyL : earlyR
                     let same = side == 0 ? preDelayLeft : preDelayRight
                     let other = side == 0 ? preDelayRight : preDelayLeft
-                    for n in 0..<(count + 3) & ~3 { sum[n] = 0 }
-                    for t in 0..<taps {
+                    @inline(__always) func tap(_ t: Int) -> (older: UnsafeRawPointer, gain: Float, frac: Float) {
                         let k = side &* taps &+ t
                         let source = t & 1 == 0 ? same : other
-                        let older = source + ((preDelayIndex &- reflectionWhole[k] &- 1) & preMask)
-                        let newer = older + 1
-                        let gain = reflectionGain[k], frac = reflectionFraction[k]
-                        var n = 0
-                        while n < count {                   // four frames at a time
-                            let v0 = UnsafeRawPointer(newer + n).loadUnaligned(as: SIMD4<Float>.self)
-                            let v1 = UnsafeRawPointer(older + n).loadUnaligned(as: SIMD4<Float>.self)
-                            let total = UnsafeMutableRawPointer(sum + n)
-                            total.storeBytes(of: total.loadUnaligned(as: SIMD4<Float>.self) + gain * (v0 + frac * (v1 - v0)),
-                                             as: SIMD4<Float>.self)
-                            n &+= 4
+                        return (UnsafeRawPointer(source + ((preDelayIndex &- reflectionWhole[k] &- 1) & preMask)),
+                                reflectionGain[k], reflectionFraction[k])
+                    }
+                    let t0 = tap(0), t1 = tap(1), t2 = tap(2), t3 = tap(3), t4 = tap(4), t5 = tap(5)
+                    var n = 0
+                    while n < count {
+                        @inline(__always) func term(_ t: (older: UnsafeRawPointer, gain: Float, frac: Float)) -> SIMD4<Float> {
+                            let v0 = t.older.loadUnaligned(fromByteOffset: 4 &* n &+ 4, as: SIMD4<Float>.self)
+                            let v1 = t.older.loadUnaligned(fromByteOffset: 4 &* n, as: SIMD4<Float>.self)
+                            return t.gain * (v0 + t.frac * (v1 - v0))
                         }
+                        var total = SIMD4<Float>()
+                        total = total + term(t0)
+                        total = total + term(t1)
+                        total = total + term(t2)
+                        total = total + term(t3)
+                        total = total + term(t4)
+                        total = total + term(t5)
+                        UnsafeMutableRawPointer(sum + n).storeBytes(of: total, as: SIMD4<Float>.self)
+                        n &+= 4
                     }
                 }
             }
@@ -684,7 +722,7 @@ public struct Reverb: ~Copyable {
         // 3. Input diffusion: allpass (g + z^-L) / (1 + g·z^-L) per stage,
         // each stage over the whole block.
         let diffusionGain = scratch + Scratch.diffusion
-        for n in 0..<count { diffusionGain[n] = diffusionRamp.next() }
+        diffusionRamp.fill(diffusionGain, count: count)
         for k in 0..<(2 * Self.diffuserCount) {
             diffuse(k < Self.diffuserCount ? xL : xR, count: count, stage: k, gain: diffusionGain)
         }
@@ -735,17 +773,23 @@ public struct Reverb: ~Copyable {
         }
 
         // Damp, per frame, one lane per line (the shelves are recursive).
+        // The previous input of frame n > 0 is read again from frame n - 1:
+        // carried from one iteration to the next, it made the compiler
+        // shuffle it lane by lane.
         let b0 = shelfB0, b1 = shelfB1, a1 = shelfA1
-        var x1 = shelfX1, y1 = shelfY1
+        var y1 = shelfY1
         let readBytes = UnsafeRawPointer(reads), dampedBytes = UnsafeMutableRawPointer(writes)
-        for n in 0..<count {
-            let x = readBytes.loadUnaligned(fromByteOffset: n &* 64, as: SIMD16<Float>.self)
-            let y = b0 * x + b1 * x1 - a1 * y1
-            x1 = x
-            y1 = y
-            dampedBytes.storeBytes(of: y, toByteOffset: n &* 64, as: SIMD16<Float>.self)
+        if count > 0 {
+            y1 = b0 * readBytes.loadUnaligned(as: SIMD16<Float>.self) + b1 * shelfX1 - a1 * y1
+            dampedBytes.storeBytes(of: y1, as: SIMD16<Float>.self)
         }
-        shelfX1 = x1
+        for n in 1..<max(count, 1) {
+            let x = readBytes.loadUnaligned(fromByteOffset: n &* 64, as: SIMD16<Float>.self)
+            let x1 = readBytes.loadUnaligned(fromByteOffset: n &* 64 &- 64, as: SIMD16<Float>.self)
+            y1 = b0 * x + b1 * x1 - a1 * y1
+            dampedBytes.storeBytes(of: y1, toByteOffset: n &* 64, as: SIMD16<Float>.self)
+        }
+        if count > 0 { shelfX1 = readBytes.loadUnaligned(fromByteOffset: count &* 64 &- 64, as: SIMD16<Float>.self) }
         shelfY1 = DSPMath.flush(y1)
 
         // The rest four frames at a time, one vector per line (lanes are
@@ -855,16 +899,40 @@ public struct Reverb: ~Copyable {
         }
         writeIndex = end & mask
 
-        // 5. Early reflections, width, wet level.
-        for n in 0..<count {
-            let early = earlyRamp.next()
-            let outL = netL[n] + early * earlyL[n]
-            let outR = netR[n] + early * earlyR[n]
-            let wd = widthRamp.next()
+        // 5. Early reflections, width, wet level: the levels per frame
+        // into the rows the input and the diffusion gains are done with,
+        // then four frames at a time (the same arithmetic per frame).
+        let earlyGain = xL, widthGain = xR, wetGain = diffusionGain
+        earlyRamp.fill(earlyGain, count: count)
+        widthRamp.fill(widthGain, count: count)
+        wetRamp.fill(wetGain, count: count)
+        @inline(__always) func load(_ p: UnsafePointer<Float>) -> SIMD4<Float> {
+            UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Float>.self)
+        }
+        var m = 0
+        while m &+ 4 <= count {
+            let early = load(earlyGain + m)
+            let outL = load(netL + m) + early * load(earlyL + m)
+            let outR = load(netR + m) + early * load(earlyR + m)
+            let wd = load(widthGain + m)
             let direct = 0.5 + 0.5 * wd, cross = 0.5 - 0.5 * wd
-            let gain = wetRamp.next() * fade[n]
-            outputLeft[n] += gain * (direct * outL + cross * outR)
-            outputRight[n] += gain * (direct * outR + cross * outL)
+            let gain = load(wetGain + m) * load(fade + m)
+            UnsafeMutableRawPointer(outputLeft + m).storeBytes(of: load(outputLeft + m) + gain * (direct * outL + cross * outR),
+                                                              as: SIMD4<Float>.self)
+            UnsafeMutableRawPointer(outputRight + m).storeBytes(of: load(outputRight + m) + gain * (direct * outR + cross * outL),
+                                                               as: SIMD4<Float>.self)
+            m &+= 4
+        }
+        while m < count {
+            let early = earlyGain[m]
+            let outL = netL[m] + early * earlyL[m]
+            let outR = netR[m] + early * earlyR[m]
+            let wd = widthGain[m]
+            let direct = 0.5 + 0.5 * wd, cross = 0.5 - 0.5 * wd
+            let gain = wetGain[m] * fade[m]
+            outputLeft[m] += gain * (direct * outL + cross * outR)
+            outputRight[m] += gain * (direct * outR + cross * outL)
+            m &+= 1
         }
     }
 
@@ -1017,32 +1085,39 @@ public struct Reverb: ~Copyable {
     /// Moves the pair-rotation LFOs `frames` on and sets up the per-frame
     /// cos/sin ramps to their new angles (scaled by 1/4, which makes the
     /// unscaled Hadamard transform after them orthogonal).
+    /// The eight pairs are the lanes of one vector (the same arithmetic
+    /// per pair as one at a time).
     private mutating func setRotations(advancing frames: Int) {
         let depth = modulationDepth.current
-        let r = rotation.pointer
+        let l = UnsafeMutableRawPointer(lfo.pointer), r = UnsafeMutableRawPointer(rotation.pointer)
         let perFrame = 1 / Float(max(frames, 1))
-        for k in 0..<(Self.lineCount / 2) {
-            let l = lfo.pointer + 4 &* k
-            if frames > 0 {
-                // one period on (frames is always the control interval);
-                // the factor keeps |phasor| at 1 against rounding drift
-                let c = l[0] * l[2] - l[1] * l[3], s = l[1] * l[2] + l[0] * l[3]
-                let norm = 1.5 - 0.5 * (c * c + s * s)
-                l[0] = c * norm
-                l[1] = s * norm
-            }
-            let angle = DSPMath.sinCosOfSmallAngle(depth * l[1])   // |angle| <= π/4
-            let c = Float(0.25 * angle.cos), s = Float(0.25 * angle.sin)
-            // Frame n (0-based) of the period uses start + step · (n + 1);
-            // the start is exactly the previous period's end.
-            if frames == 0 { r[Self.cosEnd + k] = c; r[Self.sinEnd + k] = s }
-            r[Self.cosStart + k] = r[Self.cosEnd + k]
-            r[Self.sinStart + k] = r[Self.sinEnd + k]
-            r[Self.cosStep + k] = (c - r[Self.cosEnd + k]) * perFrame
-            r[Self.sinStep + k] = (s - r[Self.sinEnd + k]) * perFrame
-            r[Self.cosEnd + k] = c
-            r[Self.sinEnd + k] = s
+        var phasorCos = l.loadUnaligned(as: SIMD8<Double>.self)
+        var phasorSin = l.loadUnaligned(fromByteOffset: 64, as: SIMD8<Double>.self)
+        if frames > 0 {
+            // one period on (frames is always the control interval);
+            // the factor keeps |phasor| at 1 against rounding drift
+            let stepCos = l.loadUnaligned(fromByteOffset: 128, as: SIMD8<Double>.self)
+            let stepSin = l.loadUnaligned(fromByteOffset: 192, as: SIMD8<Double>.self)
+            let c = phasorCos * stepCos - phasorSin * stepSin, s = phasorSin * stepCos + phasorCos * stepSin
+            let norm = 1.5 - 0.5 * (c * c + s * s)
+            phasorCos = c * norm
+            phasorSin = s * norm
+            l.storeBytes(of: phasorCos, as: SIMD8<Double>.self)
+            l.storeBytes(of: phasorSin, toByteOffset: 64, as: SIMD8<Double>.self)
         }
+        let angle = DSPMath.sinCosOfSmallAngle(depth * phasorSin)   // |angle| <= π/4
+        let c = SIMD8<Float>(0.25 * angle.cos), s = SIMD8<Float>(0.25 * angle.sin)
+        // Frame n (0-based) of the period uses start + step · (n + 1);
+        // the start is exactly the previous period's end.
+        @inline(__always) func at(_ index: Int) -> Int { 4 &* index }
+        let cosEnd = frames == 0 ? c : r.loadUnaligned(fromByteOffset: at(Self.cosEnd), as: SIMD8<Float>.self)
+        let sinEnd = frames == 0 ? s : r.loadUnaligned(fromByteOffset: at(Self.sinEnd), as: SIMD8<Float>.self)
+        r.storeBytes(of: cosEnd, toByteOffset: at(Self.cosStart), as: SIMD8<Float>.self)
+        r.storeBytes(of: sinEnd, toByteOffset: at(Self.sinStart), as: SIMD8<Float>.self)
+        r.storeBytes(of: (c - cosEnd) * perFrame, toByteOffset: at(Self.cosStep), as: SIMD8<Float>.self)
+        r.storeBytes(of: (s - sinEnd) * perFrame, toByteOffset: at(Self.sinStep), as: SIMD8<Float>.self)
+        r.storeBytes(of: c, toByteOffset: at(Self.cosEnd), as: SIMD8<Float>.self)
+        r.storeBytes(of: s, toByteOffset: at(Self.sinEnd), as: SIMD8<Float>.self)
     }
 
     /// Per-line damping shelf for the current decay, damping and lengths.
