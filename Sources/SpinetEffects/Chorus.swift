@@ -377,14 +377,11 @@ public struct Chorus: ~Copyable {
         // four frames at a time (the same arithmetic per frame).
         let wetGain = feedL
         wetRamp.fill(wetGain, count: count)
-        @inline(__always) func load(_ p: UnsafePointer<Float>) -> SIMD4<Float> {
-            UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Float>.self)
-        }
         var m = 0
         while m &+ 4 <= count {
-            let gain = load(wetGain + m) * load(fade + m)
-            UnsafeMutableRawPointer(outputLeft + m).storeBytes(of: load(outputLeft + m) + gain * load(sumL + m), as: SIMD4<Float>.self)
-            UnsafeMutableRawPointer(outputRight + m).storeBytes(of: load(outputRight + m) + gain * load(sumR + m), as: SIMD4<Float>.self)
+            let gain = DSPMath.load4(wetGain + m) * DSPMath.load4(fade + m)
+            UnsafeMutableRawPointer(outputLeft + m).storeBytes(of: DSPMath.load4(outputLeft + m) + gain * DSPMath.load4(sumL + m), as: SIMD4<Float>.self)
+            UnsafeMutableRawPointer(outputRight + m).storeBytes(of: DSPMath.load4(outputRight + m) + gain * DSPMath.load4(sumR + m), as: SIMD4<Float>.self)
             m &+= 4
         }
         while m < count {

@@ -124,6 +124,11 @@ enum DSPMath {
         return (s, c)
     }
 
+    /// A vector of four floats from `p` (any alignment).
+    @inline(__always) static func load4(_ p: UnsafePointer<Float>) -> SIMD4<Float> {
+        UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Float>.self)
+    }
+
     /// `sinCosOfSmallAngle` on every lane (the same arithmetic per lane).
     @inline(__always) static func sinCosOfSmallAngle(_ x: SIMD8<Double>) -> (sin: SIMD8<Double>, cos: SIMD8<Double>) {
         let x2 = x * x

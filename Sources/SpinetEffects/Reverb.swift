@@ -663,27 +663,26 @@ public struct Reverb: ~Copyable {
                     let sum = side == 0 ? earlyL : earlyR
                     let same = side == 0 ? preDelayLeft : preDelayRight
                     let other = side == 0 ? preDelayRight : preDelayLeft
-                    @inline(__always) func tap(_ t: Int) -> (older: UnsafeRawPointer, gain: Float, frac: Float) {
-                        let k = side &* taps &+ t
-                        let source = t & 1 == 0 ? same : other
-                        return (UnsafeRawPointer(source + ((preDelayIndex &- reflectionWhole[k] &- 1) & preMask)),
-                                reflectionGain[k], reflectionFraction[k])
-                    }
-                    let t0 = tap(0), t1 = tap(1), t2 = tap(2), t3 = tap(3), t4 = tap(4), t5 = tap(5)
+                    // (No local functions here: one capturing a variable
+                    // allocates its box in an unoptimized build.)
+                    let k0 = side &* taps
+                    let o0 = reflectionOlder(k0, same), o1 = reflectionOlder(k0 &+ 1, other)
+                    let o2 = reflectionOlder(k0 &+ 2, same), o3 = reflectionOlder(k0 &+ 3, other)
+                    let o4 = reflectionOlder(k0 &+ 4, same), o5 = reflectionOlder(k0 &+ 5, other)
+                    let g0 = reflectionGain[k0], g1 = reflectionGain[k0 &+ 1], g2 = reflectionGain[k0 &+ 2]
+                    let g3 = reflectionGain[k0 &+ 3], g4 = reflectionGain[k0 &+ 4], g5 = reflectionGain[k0 &+ 5]
+                    let f0 = reflectionFraction[k0], f1 = reflectionFraction[k0 &+ 1], f2 = reflectionFraction[k0 &+ 2]
+                    let f3 = reflectionFraction[k0 &+ 3], f4 = reflectionFraction[k0 &+ 4], f5 = reflectionFraction[k0 &+ 5]
                     var n = 0
                     while n < count {
-                        @inline(__always) func term(_ t: (older: UnsafeRawPointer, gain: Float, frac: Float)) -> SIMD4<Float> {
-                            let v0 = t.older.loadUnaligned(fromByteOffset: 4 &* n &+ 4, as: SIMD4<Float>.self)
-                            let v1 = t.older.loadUnaligned(fromByteOffset: 4 &* n, as: SIMD4<Float>.self)
-                            return t.gain * (v0 + t.frac * (v1 - v0))
-                        }
+                        let at = 4 &* n
                         var total = SIMD4<Float>()
-                        total = total + term(t0)
-                        total = total + term(t1)
-                        total = total + term(t2)
-                        total = total + term(t3)
-                        total = total + term(t4)
-                        total = total + term(t5)
+                        total = total + Self.reflection(o0, at, g0, f0)
+                        total = total + Self.reflection(o1, at, g1, f1)
+                        total = total + Self.reflection(o2, at, g2, f2)
+                        total = total + Self.reflection(o3, at, g3, f3)
+                        total = total + Self.reflection(o4, at, g4, f4)
+                        total = total + Self.reflection(o5, at, g5, f5)
                         UnsafeMutableRawPointer(sum + n).storeBytes(of: total, as: SIMD4<Float>.self)
                         n &+= 4
                     }
@@ -906,20 +905,17 @@ public struct Reverb: ~Copyable {
         earlyRamp.fill(earlyGain, count: count)
         widthRamp.fill(widthGain, count: count)
         wetRamp.fill(wetGain, count: count)
-        @inline(__always) func load(_ p: UnsafePointer<Float>) -> SIMD4<Float> {
-            UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Float>.self)
-        }
         var m = 0
         while m &+ 4 <= count {
-            let early = load(earlyGain + m)
-            let outL = load(netL + m) + early * load(earlyL + m)
-            let outR = load(netR + m) + early * load(earlyR + m)
-            let wd = load(widthGain + m)
+            let early = DSPMath.load4(earlyGain + m)
+            let outL = DSPMath.load4(netL + m) + early * DSPMath.load4(earlyL + m)
+            let outR = DSPMath.load4(netR + m) + early * DSPMath.load4(earlyR + m)
+            let wd = DSPMath.load4(widthGain + m)
             let direct = 0.5 + 0.5 * wd, cross = 0.5 - 0.5 * wd
-            let gain = load(wetGain + m) * load(fade + m)
-            UnsafeMutableRawPointer(outputLeft + m).storeBytes(of: load(outputLeft + m) + gain * (direct * outL + cross * outR),
+            let gain = DSPMath.load4(wetGain + m) * DSPMath.load4(fade + m)
+            UnsafeMutableRawPointer(outputLeft + m).storeBytes(of: DSPMath.load4(outputLeft + m) + gain * (direct * outL + cross * outR),
                                                               as: SIMD4<Float>.self)
-            UnsafeMutableRawPointer(outputRight + m).storeBytes(of: load(outputRight + m) + gain * (direct * outR + cross * outL),
+            UnsafeMutableRawPointer(outputRight + m).storeBytes(of: DSPMath.load4(outputRight + m) + gain * (direct * outR + cross * outL),
                                                                as: SIMD4<Float>.self)
             m &+= 4
         }
@@ -934,6 +930,20 @@ public struct Reverb: ~Copyable {
             outputRight[m] += gain * (direct * outR + cross * outL)
             m &+= 1
         }
+    }
+
+    /// Tap `k`'s older neighbour for the period's frame 0 on `source`
+    /// (its pre-delay line), at the steady positions.
+    @inline(__always) private func reflectionOlder(_ k: Int, _ source: UnsafeMutablePointer<Float>) -> UnsafeRawPointer {
+        UnsafeRawPointer(source + ((preDelayIndex &- reflectionWhole[k] &- 1) & (preDelayCapacity - 1)))
+    }
+
+    /// One reflection tap over four frames: `older` is the tap's older
+    /// neighbour for frame 0, `at` the frames' byte offset.
+    @inline(__always) static func reflection(_ older: UnsafeRawPointer, _ at: Int, _ gain: Float, _ frac: Float) -> SIMD4<Float> {
+        let v0 = older.loadUnaligned(fromByteOffset: at &+ 4, as: SIMD4<Float>.self)
+        let v1 = older.loadUnaligned(fromByteOffset: at, as: SIMD4<Float>.self)
+        return gain * (v0 + frac * (v1 - v0))
     }
 
     /// Four frames of four lanes at `offset` bytes (a frame every 64
@@ -1109,15 +1119,14 @@ public struct Reverb: ~Copyable {
         let c = SIMD8<Float>(0.25 * angle.cos), s = SIMD8<Float>(0.25 * angle.sin)
         // Frame n (0-based) of the period uses start + step · (n + 1);
         // the start is exactly the previous period's end.
-        @inline(__always) func at(_ index: Int) -> Int { 4 &* index }
-        let cosEnd = frames == 0 ? c : r.loadUnaligned(fromByteOffset: at(Self.cosEnd), as: SIMD8<Float>.self)
-        let sinEnd = frames == 0 ? s : r.loadUnaligned(fromByteOffset: at(Self.sinEnd), as: SIMD8<Float>.self)
-        r.storeBytes(of: cosEnd, toByteOffset: at(Self.cosStart), as: SIMD8<Float>.self)
-        r.storeBytes(of: sinEnd, toByteOffset: at(Self.sinStart), as: SIMD8<Float>.self)
-        r.storeBytes(of: (c - cosEnd) * perFrame, toByteOffset: at(Self.cosStep), as: SIMD8<Float>.self)
-        r.storeBytes(of: (s - sinEnd) * perFrame, toByteOffset: at(Self.sinStep), as: SIMD8<Float>.self)
-        r.storeBytes(of: c, toByteOffset: at(Self.cosEnd), as: SIMD8<Float>.self)
-        r.storeBytes(of: s, toByteOffset: at(Self.sinEnd), as: SIMD8<Float>.self)
+        let cosEnd = frames == 0 ? c : r.loadUnaligned(fromByteOffset: 4 &* Self.cosEnd, as: SIMD8<Float>.self)
+        let sinEnd = frames == 0 ? s : r.loadUnaligned(fromByteOffset: 4 &* Self.sinEnd, as: SIMD8<Float>.self)
+        r.storeBytes(of: cosEnd, toByteOffset: 4 &* Self.cosStart, as: SIMD8<Float>.self)
+        r.storeBytes(of: sinEnd, toByteOffset: 4 &* Self.sinStart, as: SIMD8<Float>.self)
+        r.storeBytes(of: (c - cosEnd) * perFrame, toByteOffset: 4 &* Self.cosStep, as: SIMD8<Float>.self)
+        r.storeBytes(of: (s - sinEnd) * perFrame, toByteOffset: 4 &* Self.sinStep, as: SIMD8<Float>.self)
+        r.storeBytes(of: c, toByteOffset: 4 &* Self.cosEnd, as: SIMD8<Float>.self)
+        r.storeBytes(of: s, toByteOffset: 4 &* Self.sinEnd, as: SIMD8<Float>.self)
     }
 
     /// Per-line damping shelf for the current decay, damping and lengths.
