@@ -217,23 +217,35 @@ extension Engine {
         let state = stems!
         let unitCount = units.count
         let l = stemOutputs[2 * s], r = stemOutputs[2 * s + 1]
-        l.update(repeating: 0, count: frames)
-        r.update(repeating: 0, count: frames)
         let sends = state.sends[s]
         sends.applyRequests(set: set)
         let members = state.parts[s]
         let hasEffects = !sends.isEmpty
-        if hasEffects && members.isEmpty { sends.clearBus() }
-        var k = 0
-        while k < members.count {
-            let piece = members[k]
+        var input = sends.bus
+        if members.count == 1 {
+            // One piece (a channel): its dry sound as added to silence
+            // (0 + x, the same floats), and its own sends as the effects'
+            // input, with no copy.
+            let piece = members[0]
             let o = piece.part.map { state.partOutputs(unit: piece.unit, set: set)[$0] } ?? unitOutputs[set * unitCount + piece.unit]
-            Self.add(o.left, into: l, frames)
-            Self.add(o.right, into: r, frames)
-            if hasEffects { sends.accumulate(o, first: k == 0, frames: frames) }
-            k += 1
+            for i in 0..<frames { l[i] = 0 + o.left[i] }
+            for i in 0..<frames { r[i] = 0 + o.right[i] }
+            input = SendBus(o)
+        } else {
+            l.update(repeating: 0, count: frames)
+            r.update(repeating: 0, count: frames)
+            if hasEffects && members.isEmpty { sends.clearBus() }
+            var k = 0
+            while k < members.count {
+                let piece = members[k]
+                let o = piece.part.map { state.partOutputs(unit: piece.unit, set: set)[$0] } ?? unitOutputs[set * unitCount + piece.unit]
+                Self.add(o.left, into: l, frames)
+                Self.add(o.right, into: r, frames)
+                if hasEffects { sends.accumulate(o, first: k == 0, frames: frames) }
+                k += 1
+            }
         }
-        if hasEffects && sends.follow(sendEffects!, sends.bus, outputLeft: l, outputRight: r, frames: frames) != 0 {
+        if hasEffects && sends.follow(sendEffects!, input, outputLeft: l, outputRight: r, frames: frames) != 0 {
             state.effectRunCounts[s] += 1
         }
     }

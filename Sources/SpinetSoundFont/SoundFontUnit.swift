@@ -541,9 +541,16 @@ public final class SoundFontUnit: PartedUnit {
     private func renderGroups(_ output: UnitOutput, parts: UnsafePointer<UnitOutput>?, partOffset: Int, frames: Int) {
         guard let buffers = channelBuffers, let pointers = outPointers else { return }
         let stride = maxFrames
+        // With parts, FluidSynth writes each group's dry sound straight
+        // into its part (no copy); the group's own buffers otherwise.
         for g in 0..<groups where groupActive[g] {
-            (buffers + 2 * g * stride).update(repeating: 0, count: frames)
-            (buffers + (2 * g + 1) * stride).update(repeating: 0, count: frames)
+            if let parts {
+                let part = parts[g].advanced(by: partOffset)
+                pointers[2 * g] = part.left
+                pointers[2 * g + 1] = part.right
+            }
+            pointers[2 * g]!.update(repeating: 0, count: frames)
+            pointers[2 * g + 1]!.update(repeating: 0, count: frames)
         }
         fluid_synth_process(synth, Int32(frames), 0, nil, Int32(2 * groups), pointers)
         voices = Int(fluid_synth_get_active_voice_count(synth))
@@ -554,7 +561,11 @@ public final class SoundFontUnit: PartedUnit {
                 part?.silence(frames: frames)
                 continue
             }
-            let l = buffers + 2 * g * stride, r = buffers + (2 * g + 1) * stride
+            let l = pointers[2 * g]!, r = pointers[2 * g + 1]!
+            if part != nil {
+                pointers[2 * g] = buffers + 2 * g * stride
+                pointers[2 * g + 1] = buffers + (2 * g + 1) * stride
+            }
             for i in 0..<frames {
                 output.left[i] += l[i]
                 output.right[i] += r[i]
@@ -566,18 +577,21 @@ public final class SoundFontUnit: PartedUnit {
                 mixSend(3 * g + 2, owner + 2, l, r, into: output.delayLeft, output.delayRight, frames: frames)
                 continue
             }
-            part.left.update(from: l, count: frames)
-            part.right.update(from: r, count: frames)
-            part.silenceSends(frames: frames)
-            mixSend(3 * g, owner, l, r, into: part.reverbLeft, part.reverbRight, frames: frames)
-            mixSend(3 * g + 1, owner + 1, l, r, into: part.chorusLeft, part.chorusRight, frames: frames)
-            mixSend(3 * g + 2, owner + 2, l, r, into: part.delayLeft, part.delayRight, frames: frames)
-            Self.add(part.reverbLeft, into: output.reverbLeft, frames)
-            Self.add(part.reverbRight, into: output.reverbRight, frames)
-            Self.add(part.chorusLeft, into: output.chorusLeft, frames)
-            Self.add(part.chorusRight, into: output.chorusRight, frames)
-            Self.add(part.delayLeft, into: output.delayLeft, frames)
-            Self.add(part.delayRight, into: output.delayRight, frames)
+            // Written, not cleared and added to: the same floats (0 + x).
+            // A silent send is not added to the unit's: a sum that starts
+            // from +0 is never -0, and adding +0 to it changes nothing.
+            if mixSend(3 * g, owner, l, r, into: part.reverbLeft, part.reverbRight, frames: frames, adding: false) {
+                Self.add(part.reverbLeft, into: output.reverbLeft, frames)
+                Self.add(part.reverbRight, into: output.reverbRight, frames)
+            }
+            if mixSend(3 * g + 1, owner + 1, l, r, into: part.chorusLeft, part.chorusRight, frames: frames, adding: false) {
+                Self.add(part.chorusLeft, into: output.chorusLeft, frames)
+                Self.add(part.chorusRight, into: output.chorusRight, frames)
+            }
+            if mixSend(3 * g + 2, owner + 2, l, r, into: part.delayLeft, part.delayRight, frames: frames, adding: false) {
+                Self.add(part.delayLeft, into: output.delayLeft, frames)
+                Self.add(part.delayRight, into: output.delayRight, frames)
+            }
         }
     }
 
@@ -586,13 +600,17 @@ public final class SoundFontUnit: PartedUnit {
         for i in 0..<frames { destination[i] += source[i] }
     }
 
-    /// Adds one group into one send. A new level for the owning channel
-    /// starts a ramp of `sendRampFrames` frames from the level reached (no
-    /// zipper noise on CC changes), which goes on across calls: the same
-    /// frames get the same levels however the calls are split.
-    @inline(__always)
+    /// Adds one group into one send (`adding` false: writes what adding
+    /// it to silence would give, `0 + x`, without the clearing). A new
+    /// level for the owning channel starts a ramp of `sendRampFrames`
+    /// frames from the level reached (no zipper noise on CC changes), which
+    /// goes on across calls: the same frames get the same levels however
+    /// the calls are split. False when the send was silent (nothing added;
+    /// zeros written when not `adding`).
+    @inline(__always) @discardableResult
     private func mixSend(_ index: Int, _ target: Int, _ l: UnsafeMutablePointer<Float>, _ r: UnsafeMutablePointer<Float>,
-                         into dl: UnsafeMutablePointer<Float>, _ dr: UnsafeMutablePointer<Float>, frames: Int) {
+                         into dl: UnsafeMutablePointer<Float>, _ dr: UnsafeMutablePointer<Float>, frames: Int,
+                         adding: Bool = true) -> Bool {
         let to = sendTarget[target]
         if to != sendAim[index] {
             sendAim[index] = to
@@ -601,22 +619,47 @@ public final class SoundFontUnit: PartedUnit {
         }
         var level = sendCurrent[index]
         let ramping = min(sendRampLeft[index], frames)
-        if ramping == 0 && level == 0 { return }
+        if ramping == 0 && level == 0 {
+            if !adding {
+                dl.update(repeating: 0, count: frames)
+                dr.update(repeating: 0, count: frames)
+            }
+            return false
+        }
         let step = sendStep[index]
-        for i in 0..<ramping {
-            level += step
-            dl[i] += l[i] * level
-            dr[i] += r[i] * level
+        if adding {
+            for i in 0..<ramping {
+                level += step
+                dl[i] += l[i] * level
+                dr[i] += r[i] * level
+            }
+        } else {
+            for i in 0..<ramping {
+                level += step
+                dl[i] = 0 + l[i] * level
+                dr[i] = 0 + r[i] * level
+            }
         }
         sendRampLeft[index] -= ramping
         if sendRampLeft[index] == 0 { level = to }
         if level != 0 {
-            for i in ramping..<frames {
-                dl[i] += l[i] * level
-                dr[i] += r[i] * level
+            if adding {
+                for i in ramping..<frames {
+                    dl[i] += l[i] * level
+                    dr[i] += r[i] * level
+                }
+            } else {
+                for i in ramping..<frames {
+                    dl[i] = 0 + l[i] * level
+                    dr[i] = 0 + r[i] * level
+                }
             }
+        } else if !adding {
+            (dl + ramping).update(repeating: 0, count: frames - ramping)
+            (dr + ramping).update(repeating: 0, count: frames - ramping)
         }
         sendCurrent[index] = level
+        return true
     }
 
     public func deliveryFrame(forEventAt frame: Int64) -> Int64 {
