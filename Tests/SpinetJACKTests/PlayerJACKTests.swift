@@ -440,7 +440,10 @@ struct PlayerJACKTests {
         #expect(Self.firstSound(recorder.recording.samples) == nil, "silent until the transport rolls")
 
         recorder.transportStart()
-        usleep(3_000_000)               // hits at 1, 1.5, 2, 2.5 s
+        // hits at 1, 1.5, 2, 2.5 s; the stop midway to the next (at 3 s,
+        // a loaded machine's late stop let that hit sound as the transport
+        // stopped, in a cycle no longer rolling)
+        usleep(2_750_000)
         recorder.transportStop()
         usleep(1_000_000)
         let stopped = recorder.recording
