@@ -54,6 +54,9 @@ public final class AudioFileWriter {
     private var ditherState = DitherNoise.seed
     private let dither: DitherNoise
     public private(set) var framesWritten: Int64 = 0
+    /// Frames converted but not yet handed to libsndfile (see `batchFrames`).
+    private var pending = 0
+    private let batchFrames: Int
     /// True when the reader of a pipe went away (not an error worth reporting).
     public var readerClosed: Bool { pipe?.brokenPipe ?? false }
 
@@ -124,9 +127,16 @@ public final class AudioFileWriter {
     /// output, a device, a FIFO) when given. `name` is what errors call the
     /// output (the file the user named, not a temporary file); `rf64` writes
     /// a WAV as RF64 (see `needsRF64`; not for a stream). The files of one
-    /// render share their `dither` (see `DitherNoise`).
+    /// render share their `dither` (see `DitherNoise`). `batchFrames`
+    /// gathers that many frames before handing them to libsndfile: an
+    /// offline render's files get a few large writes instead of one per
+    /// block (each block's write of a few kilobytes, off the page
+    /// boundaries, had the kernel clear and fill every page twice: a
+    /// seventh of a stems render went there); 0 writes each call's frames
+    /// at once (recording, a pipe).
     public init(path: String, fileDescriptor: Int32? = nil, format: AudioFileFormat, sampleFormat: SampleFormat, sampleRate: Int,
-                rf64: Bool = false, name: String? = nil, dither: DitherNoise = DitherNoise()) throws(AudioFileError) {
+                rf64: Bool = false, name: String? = nil, dither: DitherNoise = DitherNoise(),
+                batchFrames: Int = 0) throws(AudioFileError) {
         try Self.validate(format: format, sampleFormat: sampleFormat, sampleRate: sampleRate)
         self.dither = dither
         self.format = format
@@ -156,6 +166,8 @@ public final class AudioFileWriter {
         guard file != nil else {
             throw AudioFileError(description: "cannot write \(description): \(String(cString: sf_strerror(nil)))")
         }
+        // a listener at the other end of a pipe gets each block as it comes
+        self.batchFrames = pipe == nil ? max(0, batchFrames) : 0
         // Spinet's floats are already within [-1, 1]; keep libsndfile from rescaling.
         _ = sf_command(file, Int32(SFC_SET_NORM_FLOAT), nil, Int32(SF_TRUE))
         _ = sf_command(file, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
@@ -176,24 +188,29 @@ public final class AudioFileWriter {
         if let file { sf_close(file) }
     }
 
-    /// Appends `frames` frames.
+    /// Appends `frames` frames (handed to libsndfile once `batchFrames`
+    /// have gathered; `close` writes the rest).
     public func write(left: UnsafePointer<Float>, right: UnsafePointer<Float>, frames: Int) throws(AudioFileError) {
-        guard frames > 0, let file else { return }
-        let n = frames * 2
-        let written: Int
+        guard frames > 0, file != nil else { return }
+        // (grown keeping the frames gathered so far: a call may bring more
+        // frames than the first one did)
+        let n = 2 * (pending + frames), room = 2 * (batchFrames + frames)
+        let at = 2 * pending
         switch sampleFormat {
         case .float32:
-            if interleavedFloat.count < n { interleavedFloat = [Float](repeating: 0, count: n) }
-            for i in 0..<frames {
-                interleavedFloat[2 * i] = left[i]
-                interleavedFloat[2 * i + 1] = right[i]
+            if interleavedFloat.count < n { interleavedFloat += [Float](repeating: 0, count: max(n, room) - interleavedFloat.count) }
+            interleavedFloat.withUnsafeMutableBufferPointer { out in
+                let p = out.baseAddress! + at
+                for i in 0..<frames {
+                    p[2 * i] = left[i]
+                    p[2 * i + 1] = right[i]
+                }
             }
-            written = Int(interleavedFloat.withUnsafeBufferPointer { sf_writef_float(file, $0.baseAddress, sf_count_t(frames)) })
         case .int16:
-            if interleavedShort.count < n { interleavedShort = [Int16](repeating: 0, count: n) }
-            let d = dither.next(n, after: &ditherState)
+            if interleavedShort.count < n { interleavedShort += [Int16](repeating: 0, count: max(n, room) - interleavedShort.count) }
+            let d = dither.next(2 * frames, after: &ditherState)
             interleavedShort.withUnsafeMutableBufferPointer { out in
-                let p = out.baseAddress!
+                let p = out.baseAddress! + at
                 var i = 0
                 while i + 8 <= frames {
                     let dither = UnsafeRawPointer(d + 2 * i).loadUnaligned(as: SIMD16<Float>.self)
@@ -210,13 +227,33 @@ public final class AudioFileWriter {
                     i += 1
                 }
             }
+        case .int24:
+            if interleavedInt.count < n { interleavedInt += [Int32](repeating: 0, count: max(n, room) - interleavedInt.count) }
+            interleavedInt.withUnsafeMutableBufferPointer { out in
+                let p = out.baseAddress! + at
+                for i in 0..<frames {
+                    p[2 * i] = Self.to24(left[i])
+                    p[2 * i + 1] = Self.to24(right[i])
+                }
+            }
+        }
+        pending += frames
+        framesWritten += Int64(frames)
+        if pending >= batchFrames { try writePending() }
+    }
+
+    /// Hands the gathered frames to libsndfile.
+    private func writePending() throws(AudioFileError) {
+        guard pending > 0, let file else { return }
+        let frames = pending
+        pending = 0
+        let written: Int
+        switch sampleFormat {
+        case .float32:
+            written = Int(interleavedFloat.withUnsafeBufferPointer { sf_writef_float(file, $0.baseAddress, sf_count_t(frames)) })
+        case .int16:
             written = Int(interleavedShort.withUnsafeBufferPointer { sf_writef_short(file, $0.baseAddress, sf_count_t(frames)) })
         case .int24:
-            if interleavedInt.count < n { interleavedInt = [Int32](repeating: 0, count: n) }
-            for i in 0..<frames {
-                interleavedInt[2 * i] = Self.to24(left[i])
-                interleavedInt[2 * i + 1] = Self.to24(right[i])
-            }
             written = Int(interleavedInt.withUnsafeBufferPointer { sf_writef_int(file, $0.baseAddress, sf_count_t(frames)) })
         }
         if written != frames {
@@ -224,7 +261,6 @@ public final class AudioFileWriter {
             let sys = errno != 0 ? String(cString: strerror(errno)) : reason
             throw AudioFileError(description: "writing \(description) failed: \(sys == "No Error." ? reason : sys)")
         }
-        framesWritten += Int64(frames)
     }
 
     /// TPDF dither `d` (see `DitherNoise`) and rounding to 16 bits.
@@ -262,6 +298,7 @@ public final class AudioFileWriter {
     /// Finishes the file (headers, encoder flush). Errors here mean the file is incomplete.
     public func close() throws(AudioFileError) {
         guard let f = file else { return }
+        try writePending()
         file = nil
         sf_write_sync(f)
         if sf_close(f) != 0 {

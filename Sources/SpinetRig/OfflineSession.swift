@@ -168,14 +168,19 @@ public final class OfflineSession {
         }
     }
 
+    /// Frames each output gathers before a write (64 KB of 16-bit stereo):
+    /// few large writes, not one of a few kilobytes per block.
+    static let writeBatchFrames = 16384
+
     /// 4. The writers: the mix's, then the stems' (planned and begun now that their names are known).
     private func openWriters(rf64: Bool, stemNames: [String]) throws -> Writers {
         let out = outputs.file(.mix)!, s = settings
         let dither = DitherNoise()   // the same for every file: computed once a block
+        let batch = Self.writeBatchFrames
         let mix = try rigged {
             try AudioFileWriter(path: out.writePath, fileDescriptor: out.fileDescriptor,
                                 format: format, sampleFormat: s.sampleFormat, sampleRate: s.rate,
-                                rf64: rf64, name: out.displayName, dither: dither)
+                                rf64: rf64, name: out.displayName, dither: dither, batchFrames: batch)
         }
         var stems: [AudioFileWriter] = []
         if let stemRequest {
@@ -188,7 +193,7 @@ public final class OfflineSession {
                 for file in outputs.files(.stem) {
                     stems.append(try AudioFileWriter(path: file.writePath, fileDescriptor: file.fileDescriptor, format: format,
                                                      sampleFormat: s.sampleFormat, sampleRate: s.rate, rf64: rf64, name: file.displayName,
-                                                     dither: dither))
+                                                     dither: dither, batchFrames: batch))
                 }
             }
         }

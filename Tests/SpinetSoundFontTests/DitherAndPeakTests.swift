@@ -31,6 +31,31 @@ struct DitherAndPeakTests {
         }
     }
 
+    /// A writer that gathers frames (`batchFrames`, an offline render's)
+    /// writes the bytes one that writes every call does, in each sample
+    /// format: calls smaller and larger than the first, one that fills the
+    /// batch exactly, one past it, and the rest at `close`.
+    @Test(arguments: [SampleFormat.int16, .int24, .float32])
+    func aBatchingWriterWritesTheSameBytes(format: SampleFormat) throws {
+        let blocks = [20, 1024, 1024, 1024, 4, 5000, 100, 1024, 3]
+        let frames = blocks.reduce(0, +)
+        let s = signal(frames, seed: 1.7)
+        let loud = (s.0.map { $0 * 5000 }, s.1.map { $0 * 3000 })
+        let plain = try AudioFileWriter(path: temporaryPath("plain-\(format.rawValue).wav"), format: .wav, sampleFormat: format, sampleRate: 48000)
+        let batched = try AudioFileWriter(path: temporaryPath("batched-\(format.rawValue).wav"), format: .wav, sampleFormat: format,
+                                          sampleRate: 48000, batchFrames: 2068)
+        defer { for n in ["plain", "batched"] { unlink(temporaryPath("\(n)-\(format.rawValue).wav")) } }
+        try write(plain, loud, blocks: blocks)
+        try write(batched, loud, blocks: blocks)
+        #expect(batched.framesWritten == Int64(frames))
+        try plain.close()
+        try batched.close()
+        let a = FileManager.default.contents(atPath: temporaryPath("plain-\(format.rawValue).wav")) ?? Data()
+        let b = FileManager.default.contents(atPath: temporaryPath("batched-\(format.rawValue).wav")) ?? Data()
+        #expect(a.count >= 44 + frames * 4)
+        #expect(a == b)
+    }
+
     /// Files that share one `DitherNoise` (the mix and stems of a render)
     /// get the bytes each would get alone: in step, in blocks of other
     /// sizes, with other music.
