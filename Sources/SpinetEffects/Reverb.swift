@@ -819,6 +819,11 @@ public struct Reverb: ~Copyable {
         let tapLeft = self.tapLeft, tapRight = self.tapRight, injection = self.injection
         let end = start &+ count
         let target = lines + start
+        // A last group of fewer than four frames is written whole to a
+        // staging area (the damped reads' rows, done with by now) and its
+        // frames copied to the lines after the loop: no per-line branch in
+        // the loop.
+        let staging = writes
         var n = 0
         while n < count {
             let at = 4 &* n
@@ -866,24 +871,31 @@ public struct Reverb: ~Copyable {
             // and write the lines.
             let inL = UnsafeRawPointer(xL + n).loadUnaligned(as: SIMD4<Float>.self)
             let inR = UnsafeRawPointer(xR + n).loadUnaligned(as: SIMD4<Float>.self)
-            let frames = min(4, count &- n)
-            Self.write(m0 + injection[0] * inL, target, n, frames)
-            Self.write(m1 + injection[1] * inR, target + stride, n, frames)
-            Self.write(m2 + injection[2] * inL, target + 2 &* stride, n, frames)
-            Self.write(m3 + injection[3] * inR, target + 3 &* stride, n, frames)
-            Self.write(m4 + injection[4] * inL, target + 4 &* stride, n, frames)
-            Self.write(m5 + injection[5] * inR, target + 5 &* stride, n, frames)
-            Self.write(m6 + injection[6] * inL, target + 6 &* stride, n, frames)
-            Self.write(m7 + injection[7] * inR, target + 7 &* stride, n, frames)
-            Self.write(m8 + injection[8] * inL, target + 8 &* stride, n, frames)
-            Self.write(m9 + injection[9] * inR, target + 9 &* stride, n, frames)
-            Self.write(m10 + injection[10] * inL, target + 10 &* stride, n, frames)
-            Self.write(m11 + injection[11] * inR, target + 11 &* stride, n, frames)
-            Self.write(m12 + injection[12] * inL, target + 12 &* stride, n, frames)
-            Self.write(m13 + injection[13] * inR, target + 13 &* stride, n, frames)
-            Self.write(m14 + injection[14] * inL, target + 14 &* stride, n, frames)
-            Self.write(m15 + injection[15] * inR, target + 15 &* stride, n, frames)
+            let whole = n &+ 4 <= count
+            let base = whole ? target + n : staging, step = whole ? stride : 4
+            Self.write(m0 + injection[0] * inL, base)
+            Self.write(m1 + injection[1] * inR, base + step)
+            Self.write(m2 + injection[2] * inL, base + 2 &* step)
+            Self.write(m3 + injection[3] * inR, base + 3 &* step)
+            Self.write(m4 + injection[4] * inL, base + 4 &* step)
+            Self.write(m5 + injection[5] * inR, base + 5 &* step)
+            Self.write(m6 + injection[6] * inL, base + 6 &* step)
+            Self.write(m7 + injection[7] * inR, base + 7 &* step)
+            Self.write(m8 + injection[8] * inL, base + 8 &* step)
+            Self.write(m9 + injection[9] * inR, base + 9 &* step)
+            Self.write(m10 + injection[10] * inL, base + 10 &* step)
+            Self.write(m11 + injection[11] * inR, base + 11 &* step)
+            Self.write(m12 + injection[12] * inL, base + 12 &* step)
+            Self.write(m13 + injection[13] * inR, base + 13 &* step)
+            Self.write(m14 + injection[14] * inL, base + 14 &* step)
+            Self.write(m15 + injection[15] * inR, base + 15 &* step)
             n &+= 4
+        }
+        let last = count & ~3
+        if last < count {
+            for i in 0..<n16 {
+                for j in 0..<(count &- last) { target[i &* stride &+ last &+ j] = staging[4 &* i &+ j] }
+            }
         }
 
         // The part of the writes that landed in a mirror region goes to its twin.
@@ -984,15 +996,9 @@ public struct Reverb: ~Copyable {
         return (b0 + b1, b0 - b1, b2 + b3, b2 - b3, b4 + b5, b4 - b5, b6 + b7, b6 - b7)
     }
 
-    /// Writes the first `frames` (1...4) lanes of `v` (flushed) to
-    /// `line[n...]`.
-    @inline(__always) static func write(_ v: SIMD4<Float>, _ line: UnsafeMutablePointer<Float>, _ n: Int, _ frames: Int) {
-        let value = DSPMath.flush(v)
-        if frames == 4 {
-            UnsafeMutableRawPointer(line + n).storeBytes(of: value, as: SIMD4<Float>.self)
-        } else {
-            for j in 0..<frames { line[n &+ j] = value[j] }
-        }
+    /// Writes `v` (flushed) to `p[0..<4]`.
+    @inline(__always) static func write(_ v: SIMD4<Float>, _ p: UnsafeMutablePointer<Float>) {
+        UnsafeMutableRawPointer(p).storeBytes(of: DSPMath.flush(v), as: SIMD4<Float>.self)
     }
 
     /// The 4×4 transpose of the rows `a`, `b`, `c`, `d`.
