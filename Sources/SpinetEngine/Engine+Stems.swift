@@ -168,7 +168,17 @@ extension Engine {
             SendEffects(reverb: e.contains(.reverb) ? c.reverb : nil, chorus: e.contains(.chorus) ? c.chorus : nil,
                         delay: e.contains(.delay) ? c.delay : nil, sampleRate: sampleRate, maxFrames: maxFrames)
         }
-        stems = StemState(plan: plan, units: units, sends: sends, maxFrames: maxFrames)
+        let state = StemState(plan: plan, units: units, sends: sends, maxFrames: maxFrames)
+        stems = state
+        // A part's sends are read by its stem's effects only (a part in no stem is silent).
+        for case let (u, parted?) in state.partedUnits.enumerated() {
+            for p in 0..<parted.partCount { parted.readSends(ofPart: p, []) }
+            for (s, stem) in plan.parts.enumerated() {
+                for piece in stem where piece.unit == u {
+                    if let p = piece.part { parted.readSends(ofPart: p, stemEffects(s)) }
+                }
+            }
+        }
         sendEffects!.recordsActivity = true
         masterBus.prepareStems(count: plan.parts.count)
     }

@@ -140,4 +140,14 @@ public protocol PartedUnit: InstrumentUnit {
     /// `partOffset` frames; `output` is exactly what `render(_:frames:)`
     /// writes, the sum of the parts. Allocates nothing.
     func render(_ output: UnitOutput, parts: UnsafePointer<UnitOutput>, partOffset: Int, frames: Int)
+    /// Which of part `part`'s sends anything reads besides the unit itself
+    /// (the effects of the stem the part is in; none for a part in no
+    /// stem). A silent send nothing reads may be left unwritten in the part.
+    /// All of them until said otherwise. Before rendering, not on the
+    /// render thread.
+    func readSends(ofPart part: Int, _ effects: StemEffects)
+}
+
+extension PartedUnit {
+    public func readSends(ofPart part: Int, _ effects: StemEffects) {}
 }

@@ -370,16 +370,24 @@ public final class SendEffects {
         busBuffer.pointer.update(repeating: 0, count: 6 * maxFrames)
     }
 
-    /// Adds a unit's sends to the bus (`first`: writes them instead, for the first unit).
+    /// Adds a unit's sends to the bus (`first`: writes them instead, for
+    /// the first unit): the pairs of the effects this object has (the bus
+    /// pair of an effect it lacks is never read).
     @inline(__always)
     public func accumulate(_ output: UnitOutput, first: Bool, frames: Int) {
         let b = bus
-        Self.accumulate(output.reverbLeft, into: b.reverbLeft, first: first, frames)
-        Self.accumulate(output.reverbRight, into: b.reverbRight, first: first, frames)
-        Self.accumulate(output.chorusLeft, into: b.chorusLeft, first: first, frames)
-        Self.accumulate(output.chorusRight, into: b.chorusRight, first: first, frames)
-        Self.accumulate(output.delayLeft, into: b.delayLeft, first: first, frames)
-        Self.accumulate(output.delayRight, into: b.delayRight, first: first, frames)
+        if reverb != nil {
+            Self.accumulate(output.reverbLeft, into: b.reverbLeft, first: first, frames)
+            Self.accumulate(output.reverbRight, into: b.reverbRight, first: first, frames)
+        }
+        if chorus != nil {
+            Self.accumulate(output.chorusLeft, into: b.chorusLeft, first: first, frames)
+            Self.accumulate(output.chorusRight, into: b.chorusRight, first: first, frames)
+        }
+        if delay != nil {
+            Self.accumulate(output.delayLeft, into: b.delayLeft, first: first, frames)
+            Self.accumulate(output.delayRight, into: b.delayRight, first: first, frames)
+        }
     }
 
     /// Adds one send pair of a unit to the bus's (`first`: writes it

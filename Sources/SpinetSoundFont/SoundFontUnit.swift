@@ -104,6 +104,9 @@ public final class SoundFontUnit: PartedUnit {
     /// the group (FluidSynth skips nil outputs, and so does the mix).
     private var outPointers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>?
     private var groupActive: UnsafeMutablePointer<Bool>
+    /// Per group and send (3 per group): whether anything besides this unit
+    /// reads the send from the group's part (`readSends`).
+    private let partSendRead: UnsafeMutablePointer<Bool>
     /// Per group: the channel whose send levels the group's output takes.
     /// A channel named in `soundingChannels` owns its group for good; any
     /// other group follows the channel of its latest note-on.
@@ -252,6 +255,8 @@ public final class SoundFontUnit: PartedUnit {
         sendRampLeft.initialize(repeating: 0, count: 3 * groups)
         groupActive = .allocate(capacity: groups)
         groupActive.initialize(repeating: false, count: groups)
+        partSendRead = .allocate(capacity: 3 * groups)
+        partSendRead.initialize(repeating: true, count: 3 * groups)
         groupOwner = .allocate(capacity: groups)
         ownerFixed = .allocate(capacity: groups)
         for g in 0..<groups {
@@ -362,6 +367,7 @@ public final class SoundFontUnit: PartedUnit {
         sendStep.deallocate()
         sendRampLeft.deallocate()
         groupActive.deallocate()
+        partSendRead.deallocate()
         groupOwner.deallocate()
         ownerFixed.deallocate()
         channelBuffers?.deallocate()
@@ -488,8 +494,16 @@ public final class SoundFontUnit: PartedUnit {
         return ownerFixed[g] && groupOwner[g] == channel ? g : nil
     }
 
+    public func readSends(ofPart part: Int, _ effects: StemEffects) {
+        guard part >= 0 && part < groups else { return }
+        partSendRead[3 * part] = effects.contains(.reverb)
+        partSendRead[3 * part + 1] = effects.contains(.chorus)
+        partSendRead[3 * part + 2] = effects.contains(.delay)
+    }
+
     /// `render(_:frames:)`, also writing each FluidSynth output's dry sound
-    /// and sends to its part (silence with FluidSynth's own effects).
+    /// and sends to its part (silence with FluidSynth's own effects; a
+    /// silent send nothing reads (`readSends`) is left as it was).
     public func render(_ output: UnitOutput, parts: UnsafePointer<UnitOutput>, partOffset: Int, frames: Int) {
         render(output, parts: Optional(parts), partOffset: partOffset, frames: frames)
     }
@@ -579,16 +593,20 @@ public final class SoundFontUnit: PartedUnit {
             }
             // Written, not cleared and added to: the same floats (0 + x).
             // A silent send is not added to the unit's: a sum that starts
-            // from +0 is never -0, and adding +0 to it changes nothing.
-            if mixSend(3 * g, owner, l, r, into: part.reverbLeft, part.reverbRight, frames: frames, adding: false) {
+            // from +0 is never -0, and adding +0 to it changes nothing. It
+            // is cleared in the part only if its stem's effect reads it.
+            let read = partSendRead + 3 * g
+            if mixSend(3 * g, owner, l, r, into: part.reverbLeft, part.reverbRight, frames: frames, adding: false, clearSilence: read[0]) {
                 Self.add(part.reverbLeft, into: output.reverbLeft, frames)
                 Self.add(part.reverbRight, into: output.reverbRight, frames)
             }
-            if mixSend(3 * g + 1, owner + 1, l, r, into: part.chorusLeft, part.chorusRight, frames: frames, adding: false) {
+            if mixSend(3 * g + 1, owner + 1, l, r, into: part.chorusLeft, part.chorusRight, frames: frames, adding: false,
+                       clearSilence: read[1]) {
                 Self.add(part.chorusLeft, into: output.chorusLeft, frames)
                 Self.add(part.chorusRight, into: output.chorusRight, frames)
             }
-            if mixSend(3 * g + 2, owner + 2, l, r, into: part.delayLeft, part.delayRight, frames: frames, adding: false) {
+            if mixSend(3 * g + 2, owner + 2, l, r, into: part.delayLeft, part.delayRight, frames: frames, adding: false,
+                       clearSilence: read[2]) {
                 Self.add(part.delayLeft, into: output.delayLeft, frames)
                 Self.add(part.delayRight, into: output.delayRight, frames)
             }
@@ -606,11 +624,11 @@ public final class SoundFontUnit: PartedUnit {
     /// frames from the level reached (no zipper noise on CC changes), which
     /// goes on across calls: the same frames get the same levels however
     /// the calls are split. False when the send was silent (nothing added;
-    /// zeros written when not `adding`).
+    /// zeros written when not `adding`, if `clearSilence`).
     @inline(__always) @discardableResult
     private func mixSend(_ index: Int, _ target: Int, _ l: UnsafeMutablePointer<Float>, _ r: UnsafeMutablePointer<Float>,
                          into dl: UnsafeMutablePointer<Float>, _ dr: UnsafeMutablePointer<Float>, frames: Int,
-                         adding: Bool = true) -> Bool {
+                         adding: Bool = true, clearSilence: Bool = true) -> Bool {
         let to = sendTarget[target]
         if to != sendAim[index] {
             sendAim[index] = to
@@ -620,7 +638,7 @@ public final class SoundFontUnit: PartedUnit {
         var level = sendCurrent[index]
         let ramping = min(sendRampLeft[index], frames)
         if ramping == 0 && level == 0 {
-            if !adding {
+            if !adding && clearSilence {
                 dl.update(repeating: 0, count: frames)
                 dr.update(repeating: 0, count: frames)
             }
