@@ -106,30 +106,13 @@ enum DSPMath {
         return sinCos(2 * Double.pi * x).sin
     }
 
-    /// sin and cos of |x| <= π/4 by their Taylor series to x^9 and x^10
-    /// (error below 2e-9, well inside Float precision).
-    @inline(__always) static func sinCosOfSmallAngle(_ x: Double) -> (sin: Double, cos: Double) {
-        let x2 = x * x
-        var s = 1.0 / 362_880                           // 1/9!
-        s = 1.0 / 5040 - x2 * s
-        s = 1.0 / 120 - x2 * s
-        s = 1.0 / 6 - x2 * s
-        s = x - x * x2 * s
-        var c = 1.0 / 3_628_800                         // 1/10!
-        c = 1.0 / 40320 - x2 * c
-        c = 1.0 / 720 - x2 * c
-        c = 1.0 / 24 - x2 * c
-        c = 0.5 - x2 * c
-        c = 1 - x2 * c
-        return (s, c)
-    }
-
     /// A vector of four floats from `p` (any alignment).
     @inline(__always) static func load4(_ p: UnsafePointer<Float>) -> SIMD4<Float> {
         UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Float>.self)
     }
 
-    /// `sinCosOfSmallAngle` on every lane (the same arithmetic per lane).
+    /// sin and cos of |x| <= π/4 on every lane, by their Taylor series to
+    /// x^9 and x^10 (error below 2e-9, well inside Float precision).
     @inline(__always) static func sinCosOfSmallAngle(_ x: SIMD8<Double>) -> (sin: SIMD8<Double>, cos: SIMD8<Double>) {
         let x2 = x * x
         var s = SIMD8<Double>(repeating: 1.0 / 362_880)
