@@ -9,7 +9,7 @@
 # tests that kill a server under a connected client. A hang is not a result:
 # the suite normally takes under a minute; after LIMIT seconds its processes
 # (and, through their watchdogs, their private servers) are stopped and it
-# runs again. Two hangs, or any failure, fail the run.
+# runs again, up to three runs. Three hangs, or any failure, fail the run.
 #
 # Arguments are passed on to `swift test` (scripts/sanitizers.sh runs the
 # suite on its AddressSanitizer build this way).
@@ -17,7 +17,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 SWIFT=${SWIFT:-swift}
 LIMIT=${JACK_SUITE_LIMIT:-420}
-for attempt in 1 2; do
+for attempt in 1 2 3; do
   timeout --kill-after=15 "$LIMIT" "$SWIFT" test "$@" --filter SpinetJACKTests
   status=$?
   if [[ $status -ne 124 && $status -ne 137 ]]; then exit $status; fi
