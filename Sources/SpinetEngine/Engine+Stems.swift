@@ -171,12 +171,12 @@ extension Engine {
         let state = StemState(plan: plan, units: units, sends: sends, maxFrames: maxFrames)
         stems = state
         // A part's sends are read by its stem's effects only (a part in no stem is silent).
-        for case let (u, parted?) in state.partedUnits.enumerated() {
+        for case let parted? in state.partedUnits {
             for p in 0..<parted.partCount { parted.readSends(ofPart: p, []) }
-            for (s, stem) in plan.parts.enumerated() {
-                for piece in stem where piece.unit == u {
-                    if let p = piece.part { parted.readSends(ofPart: p, stemEffects(s)) }
-                }
+        }
+        for (s, stem) in plan.parts.enumerated() {
+            for piece in stem {
+                if let p = piece.part { state.partedUnits[piece.unit]?.readSends(ofPart: p, stemEffects(s)) }
             }
         }
         sendEffects!.recordsActivity = true
@@ -225,7 +225,6 @@ extension Engine {
     /// stems of a block may run on several threads at once.
     func renderStem(_ s: Int, frames: Int, set: Int, stemOutputs: UnsafePointer<UnsafeMutablePointer<Float>>) {
         let state = stems!
-        let unitCount = units.count
         let l = stemOutputs[2 * s], r = stemOutputs[2 * s + 1]
         let sends = state.sends[s]
         sends.applyRequests(set: set)
@@ -236,8 +235,7 @@ extension Engine {
             // One piece (a channel): its dry sound as added to silence
             // (0 + x, the same floats), and its own sends as the effects'
             // input, with no copy.
-            let piece = members[0]
-            let o = piece.part.map { state.partOutputs(unit: piece.unit, set: set)[$0] } ?? unitOutputs[set * unitCount + piece.unit]
+            let o = pieceOutput(members[0], set: set)
             for i in 0..<frames { l[i] = 0 + o.left[i] }
             for i in 0..<frames { r[i] = 0 + o.right[i] }
             input = SendBus(o)
@@ -247,8 +245,7 @@ extension Engine {
             if hasEffects && members.isEmpty { sends.clearBus() }
             var k = 0
             while k < members.count {
-                let piece = members[k]
-                let o = piece.part.map { state.partOutputs(unit: piece.unit, set: set)[$0] } ?? unitOutputs[set * unitCount + piece.unit]
+                let o = pieceOutput(members[k], set: set)
                 Self.add(o.left, into: l, frames)
                 Self.add(o.right, into: r, frames)
                 if hasEffects { sends.accumulate(o, first: k == 0, frames: frames) }
@@ -258,6 +255,12 @@ extension Engine {
         if hasEffects && sends.follow(sendEffects!, input, outputLeft: l, outputRight: r, frames: frames) != 0 {
             state.effectRunCounts[s] += 1
         }
+    }
+
+    /// A stem piece's output in buffer set `set`: its part's, or its whole unit's.
+    @inline(__always)
+    func pieceOutput(_ piece: StemPart, set: Int) -> UnitOutput {
+        piece.part.map { stems!.partOutputs(unit: piece.unit, set: set)[$0] } ?? unitOutputs[set * units.count + piece.unit]
     }
 
     /// Offline, with workers: mixes the pending block (as without stems)

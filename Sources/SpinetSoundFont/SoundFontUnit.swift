@@ -595,20 +595,14 @@ public final class SoundFontUnit: PartedUnit {
             // A silent send is not added to the unit's: a sum that starts
             // from +0 is never -0, and adding +0 to it changes nothing. It
             // is cleared in the part only if its stem's effect reads it.
-            let read = partSendRead + 3 * g
-            if mixSend(3 * g, owner, l, r, into: part.reverbLeft, part.reverbRight, frames: frames, adding: false, clearSilence: read[0]) {
-                Self.add(part.reverbLeft, into: output.reverbLeft, frames)
-                Self.add(part.reverbRight, into: output.reverbRight, frames)
-            }
-            if mixSend(3 * g + 1, owner + 1, l, r, into: part.chorusLeft, part.chorusRight, frames: frames, adding: false,
-                       clearSilence: read[1]) {
-                Self.add(part.chorusLeft, into: output.chorusLeft, frames)
-                Self.add(part.chorusRight, into: output.chorusRight, frames)
-            }
-            if mixSend(3 * g + 2, owner + 2, l, r, into: part.delayLeft, part.delayRight, frames: frames, adding: false,
-                       clearSilence: read[2]) {
-                Self.add(part.delayLeft, into: output.delayLeft, frames)
-                Self.add(part.delayRight, into: output.delayRight, frames)
+            let partSends = SendBus(part), unitSends = SendBus(output)
+            for e in 0..<3 {
+                let send = partSends.pair(e), sum = unitSends.pair(e)
+                if mixSend(3 * g + e, owner + e, l, r, into: send.left, send.right, frames: frames, adding: false,
+                           clearSilence: partSendRead[3 * g + e]) {
+                    Self.add(send.left, into: sum.left, frames)
+                    Self.add(send.right, into: sum.right, frames)
+                }
             }
         }
     }
