@@ -198,7 +198,7 @@ public final class AudioFileWriter {
         let at = 2 * pending
         switch sampleFormat {
         case .float32:
-            if interleavedFloat.count < n { interleavedFloat += [Float](repeating: 0, count: max(n, room) - interleavedFloat.count) }
+            Self.grow(&interleavedFloat, to: n, room: room)
             interleavedFloat.withUnsafeMutableBufferPointer { out in
                 let p = out.baseAddress! + at
                 for i in 0..<frames {
@@ -207,7 +207,7 @@ public final class AudioFileWriter {
                 }
             }
         case .int16:
-            if interleavedShort.count < n { interleavedShort += [Int16](repeating: 0, count: max(n, room) - interleavedShort.count) }
+            Self.grow(&interleavedShort, to: n, room: room)
             let d = dither.next(2 * frames, after: &ditherState)
             interleavedShort.withUnsafeMutableBufferPointer { out in
                 let p = out.baseAddress! + at
@@ -228,7 +228,7 @@ public final class AudioFileWriter {
                 }
             }
         case .int24:
-            if interleavedInt.count < n { interleavedInt += [Int32](repeating: 0, count: max(n, room) - interleavedInt.count) }
+            Self.grow(&interleavedInt, to: n, room: room)
             interleavedInt.withUnsafeMutableBufferPointer { out in
                 let p = out.baseAddress! + at
                 for i in 0..<frames {
@@ -240,6 +240,12 @@ public final class AudioFileWriter {
         pending += frames
         framesWritten += Int64(frames)
         if pending >= batchFrames { try writePending() }
+    }
+
+    /// Makes `buffer` hold at least `n` values (`room` when it grows),
+    /// keeping the ones it holds.
+    private static func grow<T: Numeric>(_ buffer: inout [T], to n: Int, room: Int) {
+        if buffer.count < n { buffer += [T](repeating: 0, count: max(n, room) - buffer.count) }
     }
 
     /// Hands the gathered frames to libsndfile.
